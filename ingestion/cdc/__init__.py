@@ -1,0 +1,1 @@
+"""The Debezium event model, ordering rules and TICKIT table contracts (pure Python)."""

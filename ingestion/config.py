@@ -1,0 +1,60 @@
+"""Project settings from environment variables (flags override env vars override defaults).
+
+ARCHITECTURE.md "Contracts" fixes the names and defaults used here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The repository root (the dbt project lives here).
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    value = os.environ.get(name)
+    return value if value not in (None, "") else default
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path
+    landing: str
+    lake: str
+    thrift_host: str
+    thrift_port: int
+    docs_port: int
+    alert_webhook_url: str | None
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def run_dir(self) -> Path:
+        """PID files of the services this project started."""
+        return self.home / "run"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.home / "checkpoints"
+
+
+def home_dir() -> Path:
+    return Path(_env("LAKEHOUSE_HOME", str(PROJECT_DIR / ".lakehouse"))).resolve()
+
+
+def load_settings() -> Settings:
+    """Read the settings from the environment, applying the documented defaults."""
+    home = home_dir()
+    return Settings(
+        home=home,
+        landing=_env("LAKEHOUSE_LANDING", str(home / "landing")),
+        lake=_env("LAKEHOUSE_LAKE", str(home / "lake")),
+        thrift_host=_env("LAKEHOUSE_THRIFT_HOST", "127.0.0.1"),
+        thrift_port=int(_env("LAKEHOUSE_THRIFT_PORT", "10000")),
+        docs_port=int(_env("LAKEHOUSE_DOCS_PORT", "8080")),
+        alert_webhook_url=_env("LAKEHOUSE_ALERT_WEBHOOK_URL"),
+    )
