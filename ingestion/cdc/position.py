@@ -1,0 +1,155 @@
+"""``_cdc_position``: one fixed-width string per event that sorts in the connector's order.
+
+Bronze keys every change by primary key + ``_cdc_position`` and every downstream
+"latest state per key" ordering uses it, so it must sort as a plain string. ``ts_ms``
+alone is not enough: the events of one transaction share it.
+
+Format (every part is exactly 20 characters; parts are joined by ``-``):
+
+* **number part**: the non-negative integer in decimal, left-padded with ``0`` to
+  20 digits (``lpad(cast(x as string), 20, '0')`` in Spark SQL; 20 digits hold any
+  unsigned 64-bit value);
+* **LSN part** (SQL Server): the ``xxxxxxxx:xxxxxxxx:xxxx`` LSN with the colons
+  removed, lower-case hex: exactly 20 characters (``lower(replace(lsn, ':', ''))``);
+* a **missing** part (absent or JSON null) is all zeros, so snapshot rows, which
+  carry fewer position fields, sort first.
+
+Per connector (the contract's ``connector`` field):
+
+=============  ====================================================  ===========
+connector      parts, in order                                       width
+=============  ====================================================  ===========
+``postgres``   ``lsn``, ``txId``                                     41
+``mysql``      binlog file index, ``pos``, ``row``                   62
+``sqlserver``  ``commit_lsn`` (LSN), ``change_lsn`` (LSN),            62
+               ``event_serial_no``
+degraded       ``t-`` + source ``ts_ms``, Kafka partition, offset    64
+=============  ====================================================  ===========
+
+The MySQL binlog file index is the number after the last ``.`` of the file name
+(``mysql-bin.000003`` -> 3), so a rollover to the next file sorts after every
+position of the previous one.
+
+**Degraded mode**: an ExtractNewRecordState-flattened event whose transform was not
+configured to add any of the connector's position fields (``__lsn``/``__txId``,
+``__file``/``__pos``/``__row``, ``__change_lsn``/``__commit_lsn``/``__event_serial_no``)
+is ordered by ``__source_ts_ms``, then Kafka partition, then Kafka offset. Such a
+position starts with ``t-`` (``is_degraded``); re-delivered duplicates of such events
+get a new offset and therefore cannot be told apart, and events of one transaction are
+ordered by offset only. Status output should say so when a table holds ``t-`` positions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+PART_WIDTH = 20
+SEPARATOR = "-"
+DEGRADED_PREFIX = "t-"
+ZERO_PART = "0" * PART_WIDTH
+
+#: Source fields that make up the position of each connector (envelope ``source`` names).
+POSITION_FIELDS: dict[str, tuple[str, ...]] = {
+    "postgres": ("lsn", "txId"),
+    "mysql": ("file", "pos", "row"),
+    "sqlserver": ("commit_lsn", "change_lsn", "event_serial_no"),
+}
+
+_MAX_NUMBER = 10**PART_WIDTH - 1
+_SQLSERVER_LSN = re.compile(r"^([0-9a-fA-F]{8}):([0-9a-fA-F]{8}):([0-9a-fA-F]{4})$")
+_BINLOG_INDEX = re.compile(r"\.(\d+)$")
+
+
+class PositionError(ValueError):
+    """A position field has a value that cannot be rendered (names the field and value)."""
+
+
+def number_part(value: Any, field: str) -> str:
+    """A non-negative integer (or its decimal string) as 20 zero-padded digits; None -> zeros."""
+    if value is None:
+        return ZERO_PART
+    if isinstance(value, bool):
+        raise PositionError(f"position field {field!r} must be an integer, got {value!r}")
+    if isinstance(value, str):
+        if not value.isascii() or not value.isdigit():
+            raise PositionError(f"position field {field!r} must be an integer, got {value!r}")
+        value = int(value)
+    if not isinstance(value, int):
+        raise PositionError(f"position field {field!r} must be an integer, got {value!r}")
+    if value < 0 or value > _MAX_NUMBER:
+        raise PositionError(f"position field {field!r} is out of range: {value}")
+    return f"{value:0{PART_WIDTH}d}"
+
+
+def sqlserver_lsn_part(value: Any, field: str) -> str:
+    """A SQL Server LSN ``0000002a:00000ac0:0002`` as 20 lower-case hex digits; None -> zeros."""
+    if value is None:
+        return ZERO_PART
+    match = _SQLSERVER_LSN.match(value) if isinstance(value, str) else None
+    if not match:
+        raise PositionError(f"position field {field!r} is not a SQL Server LSN (8:8:4 hex): {value!r}")
+    return "".join(match.groups()).lower()
+
+
+def binlog_index(file_name: Any) -> int | None:
+    """The numeric suffix of a MySQL binlog file name (``mysql-bin.000003`` -> 3); None stays None."""
+    if file_name is None:
+        return None
+    match = _BINLOG_INDEX.search(file_name) if isinstance(file_name, str) else None
+    if not match:
+        raise PositionError(f"position field 'file' is not a binlog name ending in .<digits>: {file_name!r}")
+    return int(match.group(1))
+
+
+def render_position(connector: str, fields: Mapping[str, Any]) -> str:
+    """The ``_cdc_position`` of one event from its source position fields.
+
+    ``fields`` maps the envelope ``source`` field names of ``POSITION_FIELDS[connector]``
+    to their values (absent or None -> zeros).
+    """
+    if connector == "postgres":
+        parts = [number_part(fields.get("lsn"), "lsn"), number_part(fields.get("txId"), "txId")]
+    elif connector == "mysql":
+        parts = [
+            number_part(binlog_index(fields.get("file")), "file"),
+            number_part(fields.get("pos"), "pos"),
+            number_part(fields.get("row"), "row"),
+        ]
+    elif connector == "sqlserver":
+        parts = [
+            sqlserver_lsn_part(fields.get("commit_lsn"), "commit_lsn"),
+            sqlserver_lsn_part(fields.get("change_lsn"), "change_lsn"),
+            number_part(fields.get("event_serial_no"), "event_serial_no"),
+        ]
+    else:
+        raise ValueError(f"unknown connector {connector!r}; expected one of {sorted(POSITION_FIELDS)}")
+    return SEPARATOR.join(parts)
+
+
+def render_degraded_position(source_ts_ms: int, kafka_partition: int, kafka_offset: int) -> str:
+    """The degraded-mode position: ``t-`` + source ts_ms, Kafka partition, Kafka offset."""
+    return DEGRADED_PREFIX + SEPARATOR.join(
+        [
+            number_part(source_ts_ms, "__source_ts_ms"),
+            number_part(kafka_partition, "kafka partition"),
+            number_part(kafka_offset, "kafka offset"),
+        ]
+    )
+
+
+def has_position_fields(connector: str, fields: Mapping[str, Any]) -> bool:
+    """True when at least one of the connector's position fields is present (not None)."""
+    return any(fields.get(name) is not None for name in POSITION_FIELDS[connector])
+
+
+def is_degraded(position: str) -> bool:
+    """True for a degraded-mode position (flattened event without position fields)."""
+    return position.startswith(DEGRADED_PREFIX)
+
+
+def position_width(connector: str) -> int:
+    """The fixed width of a connector's positions (degraded positions are 64 wide)."""
+    count = len(POSITION_FIELDS[connector])
+    return count * PART_WIDTH + (count - 1) * len(SEPARATOR)
