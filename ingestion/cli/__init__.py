@@ -56,11 +56,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `lakehouse dbt ...` hands everything after "dbt" to dbt untouched (argparse's
+    # REMAINDER would still swallow options such as --help).
+    globals_end = 0
+    while globals_end < len(argv) and argv[globals_end] in ("-v", "--verbose"):
+        globals_end += 1
+    if globals_end < len(argv) and argv[globals_end] == "dbt":
+        args = parser.parse_args(argv[: globals_end + 1])
+        args.dbt_args = argv[globals_end + 1 :]
+    else:
+        args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if not args.verbose:
+        for noisy in ("pyhive", "py4j", "botocore", "urllib3"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE

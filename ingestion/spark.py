@@ -1,0 +1,54 @@
+"""The local SparkSession the project's jobs (ingestion, benchmarks, tests) run in."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from ingestion.thrift import spark_home
+
+#: Settings every project SparkSession shares: loopback only, UI off, UTC, small shuffles.
+DEFAULT_CONFS: dict[str, str] = {
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    "spark.ui.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.ansi.enabled": "false",
+    "spark.sql.parquet.mergeSchema": "true",
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.driver.memory": "4g",
+    "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+}
+
+
+def prepare_environment() -> None:
+    """Point PySpark at this interpreter and the wheel's SPARK_HOME, bound to loopback."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["SPARK_HOME"] = str(spark_home())
+
+
+def local_spark_session(
+    app_name: str = "lakehouse",
+    cores: int = 2,
+    extra_confs: dict[str, str] | None = None,
+    warehouse_dir: Path | None = None,
+):
+    """Get (or create) the process's SparkSession with the project's settings."""
+    prepare_environment()
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(f"local[{cores}]").appName(app_name)
+    confs = dict(DEFAULT_CONFS)
+    if warehouse_dir is not None:
+        confs["spark.sql.warehouse.dir"] = str(warehouse_dir)
+    confs.update(extra_confs or {})
+    for key, value in confs.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session

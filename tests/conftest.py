@@ -1,0 +1,93 @@
+"""Session-wide fixtures: one SparkSession and one managed Thrift server per test run."""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ingestion import thrift
+from ingestion.config import Settings, load_settings
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def settings_for(home: Path, port: int) -> Settings:
+    """Settings of an isolated lakehouse instance (own home, lake, landing and port)."""
+    return dataclasses.replace(
+        load_settings(),
+        home=home,
+        landing=str(home / "landing"),
+        lake=str(home / "lake"),
+        thrift_host="127.0.0.1",
+        thrift_port=port,
+    )
+
+
+@dataclass
+class ThriftServer:
+    """A running managed Thrift server for tests."""
+
+    settings: Settings
+
+    @property
+    def host(self) -> str:
+        return self.settings.thrift_host
+
+    @property
+    def port(self) -> int:
+        return self.settings.thrift_port
+
+    @property
+    def home(self) -> Path:
+        return self.settings.home
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment variables that point the CLI and dbt at this instance."""
+        return {
+            "LAKEHOUSE_HOME": str(self.home),
+            "LAKEHOUSE_LANDING": self.settings.landing,
+            "LAKEHOUSE_LAKE": self.settings.lake,
+            "LAKEHOUSE_THRIFT_HOST": self.host,
+            "LAKEHOUSE_THRIFT_PORT": str(self.port),
+        }
+
+    def sql(self, statement: str) -> list[tuple]:
+        return thrift.run_sql(self.host, self.port, statement)
+
+    def pid(self) -> int | None:
+        return thrift.status(self.settings).pid
+
+
+@pytest.fixture(scope="session")
+def thrift_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThriftServer]:
+    """One managed Thrift server (temporary LAKEHOUSE_HOME, free port) for the whole run."""
+    home = tmp_path_factory.mktemp("lakehouse-thrift")
+    settings = settings_for(home, free_port())
+    thrift.start(settings, timeout=300)
+    try:
+        yield ThriftServer(settings)
+    finally:
+        thrift.stop(settings)
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory):
+    """One local SparkSession (127.0.0.1, UI off, UTC) for the whole run."""
+    from ingestion.spark import local_spark_session
+
+    session = local_spark_session(
+        "lakehouse-tests", warehouse_dir=tmp_path_factory.mktemp("spark-warehouse")
+    )
+    yield session
+    session.stop()

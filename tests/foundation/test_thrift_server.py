@@ -1,0 +1,114 @@
+"""The managed Thrift server: answers, binds to loopback only, isolates instances."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ingestion import thrift
+from tests.conftest import free_port, settings_for
+
+LAKEHOUSE = str(Path(sys.executable).parent / "lakehouse")
+
+
+def listening_addresses(pid: int) -> set[str]:
+    """Local addresses of every TCP socket that ``pid`` listens on (from /proc, not from our code)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    addresses = set()
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == "0A" and inode in inodes:  # 0A = LISTEN
+                addresses.add(local.split(":")[0][:width])
+    return addresses
+
+
+IPV4_LOOPBACK = "0100007F"  # 127.0.0.1 in /proc/net/tcp byte order
+IPV6_MAPPED_LOOPBACK = "0000000000000000FFFF00000100007F"
+
+
+def test_server_answers_queries(thrift_server):
+    assert thrift_server.sql("SELECT 1 + 1") == [(2,)]
+    assert thrift_server.sql("SET spark.sql.session.timeZone")[0][1] == "UTC"
+    assert thrift_server.sql("SET spark.sql.parquet.mergeSchema")[0][1] == "true"
+
+
+def test_server_listens_on_loopback_only(thrift_server):
+    addresses = listening_addresses(thrift_server.pid())
+    assert addresses, "the server listens on no socket"
+    assert addresses <= {IPV4_LOOPBACK, IPV6_MAPPED_LOOPBACK}, addresses
+
+
+def test_start_is_idempotent(thrift_server):
+    before = thrift_server.pid()
+    st = thrift.start(thrift_server.settings)
+    assert st.running and st.answering and st.pid == before
+
+
+def test_busy_port_is_refused_with_clear_message(thrift_server, tmp_path):
+    other = settings_for(tmp_path / "other-home", thrift_server.port)
+    with pytest.raises(thrift.ThriftError, match=rf"port 127.0.0.1:{thrift_server.port} is already in use"):
+        thrift.start(other, timeout=30)
+    assert not (tmp_path / "other-home" / "run" / "thrift.pid").exists()
+
+
+def test_stop_without_a_started_server_touches_nothing(thrift_server, tmp_path):
+    other = settings_for(tmp_path / "idle-home", free_port())
+    assert "not running" in thrift.stop(other)
+    assert thrift.status(thrift_server.settings).answering
+
+
+def test_second_instance_runs_side_by_side(thrift_server, tmp_path):
+    second = settings_for(tmp_path / "second", free_port())
+    try:
+        thrift.start(second, timeout=300)
+        thrift.run_sql(second.thrift_host, second.thrift_port, "CREATE DATABASE IF NOT EXISTS only_in_second")
+        names = {r[0] for r in thrift.run_sql(second.thrift_host, second.thrift_port, "SHOW DATABASES")}
+        assert "only_in_second" in names
+        first_names = {r[0] for r in thrift_server.sql("SHOW DATABASES")}
+        assert "only_in_second" not in first_names
+        assert (tmp_path / "second" / "metastore_db").is_dir()
+    finally:
+        message = thrift.stop(second)
+    assert "stopped pid" in message
+    assert not thrift.status(second).running
+    assert thrift.status(thrift_server.settings).answering
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([LAKEHOUSE, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_unknown_subcommand_is_bad_usage():
+    result = _cli("no-such-command")
+    assert result.returncode == 2
+    assert "invalid choice: 'no-such-command'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_java_gives_one_clear_line(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env.update(PATH="/nonexistent", LAKEHOUSE_HOME=str(tmp_path), LAKEHOUSE_THRIFT_PORT=str(free_port()))
+    result = _cli("thrift", "start", env=env)
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: Java was not found")
+    assert "Traceback" not in result.stderr
+
+
+def test_cli_status_reports_running_server(thrift_server):
+    env = {**os.environ, **thrift_server.env}
+    result = _cli("thrift", "status", env=env)
+    assert result.returncode == 0
+    assert f"127.0.0.1:{thrift_server.port}" in result.stdout and "answering" in result.stdout
