@@ -1,0 +1,467 @@
+"""The pure-Python per-line Debezium parser: one landing line -> bronze row, tombstone or dead letter.
+
+It is the reference implementation of the bronze contract (ARCHITECTURE.md "Contracts")
+and the test oracle of the vectorized ingestion, so the rules are spelled out here.
+
+Shapes, detected per line:
+
+* **envelope**: ``before``/``after``/``source``/``op``/``ts_ms`` (``transaction``
+  optional), bare or inside the JsonConverter wrapper ``{"schema": ..., "payload": ...}``;
+  with the wrapper, the ``after``/``before`` field schemas select the value encodings
+  and are checked against the contract (``incompatible_schema``);
+* **flattened** (ExtractNewRecordState, delete rewrite mode): the row's columns plus
+  ``__``-prefixed metadata: ``__op``, ``__source_ts_ms``, ``__deleted`` ("true"/"false"),
+  ``__db``, ``__table``, ``__name``, ... and the position fields ``__lsn``, ``__txId``
+  (PostgreSQL), ``__file``, ``__pos``, ``__row`` (MySQL), ``__change_lsn``,
+  ``__commit_lsn``, ``__event_serial_no`` (SQL Server). Without any of them the event
+  gets a degraded position (see ``ingestion.cdc.position``).
+
+Classification order: invalid UTF-8 -> ``bad_encoding``; a line that is exactly ``null``
+(or a wrapper whose payload is null) -> ``Tombstone``; topic not in the contracts ->
+``unknown_topic``; not JSON -> ``malformed_json``; not an event object, a missing row
+image, a missing source timestamp, a schema that does not fit -> ``incompatible_schema``;
+no op / an op outside ``c u d r t m`` -> ``unknown_op``; ``m`` (logical message) ->
+``unsupported_op``; a value that does not fit its contract type or a bad position
+field -> ``type_mismatch``; a null or absent primary-key column (not for ``t``) ->
+``missing_pk``.
+
+Row values: ``c``/``u``/``r`` from ``after``, ``d`` from ``before`` (envelope) or the
+flattened row; contract columns absent from the image are None (PostgreSQL REPLICA
+IDENTITY DEFAULT deletes carry only the key); columns the contract does not know are
+returned in ``extra_columns`` (schema drift) with their raw JSON values. A truncate
+(``t``) is a table-level row: every source column None, ``_cdc_is_deleted`` true.
+``_cdc_source_ts`` is ``source.ts_ms`` (``__source_ts_ms``); an envelope whose
+``source.ts_ms`` is 0 or absent (MySQL 1.x snapshots) uses the envelope ``ts_ms``.
+``_cdc_tx_id`` is the connector's own transaction id: PostgreSQL ``txId``, MySQL
+``gtid``, SQL Server ``commit_lsn`` (as text), else the envelope ``transaction.id``.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ingestion.cdc.contracts import TableContract, topic_map
+from ingestion.cdc.landing import LandingFile
+from ingestion.cdc.position import (
+    POSITION_FIELDS,
+    PositionError,
+    has_position_fields,
+    render_degraded_position,
+    render_position,
+)
+from ingestion.cdc.values import (
+    FieldSchema,
+    SchemaMismatch,
+    ValueMismatch,
+    check_schema_compatible,
+    decode_value,
+    epoch_to_datetime,
+)
+
+#: Op codes that become bronze rows; ``m`` is known but unsupported.
+SUPPORTED_OPS = ("c", "u", "d", "r", "t")
+UNSUPPORTED_OPS = ("m",)
+
+#: Dead-letter reason codes (ARCHITECTURE.md "Contracts").
+MALFORMED_JSON = "malformed_json"
+BAD_ENCODING = "bad_encoding"
+MISSING_PK = "missing_pk"
+UNKNOWN_OP = "unknown_op"
+UNKNOWN_TOPIC = "unknown_topic"
+TYPE_MISMATCH = "type_mismatch"
+INCOMPATIBLE_SCHEMA = "incompatible_schema"
+UNSUPPORTED_OP = "unsupported_op"
+REASON_CODES = (
+    MALFORMED_JSON,
+    BAD_ENCODING,
+    MISSING_PK,
+    UNKNOWN_OP,
+    UNKNOWN_TOPIC,
+    TYPE_MISMATCH,
+    INCOMPATIBLE_SCHEMA,
+    UNSUPPORTED_OP,
+)
+
+ENVELOPE = "envelope"
+FLATTENED = "flattened"
+
+#: Native transaction-id field of each connector (envelope ``source`` name).
+_TX_ID_FIELD = {"postgres": "txId", "mysql": "gtid", "sqlserver": "commit_lsn"}
+
+
+@dataclass(frozen=True)
+class BronzeEvent:
+    """One valid change event: ``row`` holds the contract columns then the bronze metadata columns."""
+
+    table: str
+    row: dict[str, Any]
+    extra_columns: dict[str, Any] = field(default_factory=dict)
+    shape: str = ENVELOPE
+    degraded: bool = False
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    """A Kafka tombstone (line exactly ``null``): skipped and counted."""
+
+    topic: str
+    partition: int
+    offset: int
+    landing_file: str
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A line that cannot become a bronze row, with the reason code and a one-line message."""
+
+    reason: str
+    message: str
+    raw_line: str
+    raw_is_base64: bool
+    topic: str
+    partition: int
+    offset: int
+    landing_file: str
+    ingested_at: dt.datetime
+    table: str | None = None
+
+    def as_row(self) -> dict[str, Any]:
+        """The dead-letter table row (column names of ``DEAD_LETTER_COLUMNS``)."""
+        return {
+            "raw_line": self.raw_line,
+            "raw_is_base64": self.raw_is_base64,
+            "reason": self.reason,
+            "message": self.message,
+            "topic": self.topic,
+            "table_name": self.table,
+            "kafka_partition": self.partition,
+            "kafka_offset": self.offset,
+            "landing_file": self.landing_file,
+            "ingested_at": self.ingested_at,
+        }
+
+
+#: Columns of the dead-letter rows (``DeadLetter.as_row``) with Spark SQL types.
+DEAD_LETTER_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("raw_line", "string"),
+    ("raw_is_base64", "boolean"),
+    ("reason", "string"),
+    ("message", "string"),
+    ("topic", "string"),
+    ("table_name", "string"),
+    ("kafka_partition", "int"),
+    ("kafka_offset", "bigint"),
+    ("landing_file", "string"),
+    ("ingested_at", "timestamp"),
+)
+
+ParseResult = BronzeEvent | Tombstone | DeadLetter
+
+
+class _Reject(Exception):
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+@dataclass(frozen=True)
+class _Delivery:
+    topic: str
+    partition: int
+    offset: int
+    landing_file: str
+    ingested_at: dt.datetime
+
+
+def parse_line(
+    raw: bytes,
+    *,
+    topic: str,
+    partition: int,
+    offset: int,
+    landing_file: str,
+    ingested_at: dt.datetime,
+    contracts: Mapping[str, TableContract] | None = None,
+) -> ParseResult:
+    """Parse one landing line (trailing newline optional) delivered at ``topic``/``partition``/``offset``.
+
+    ``contracts`` maps topics to table contracts (default: ``topic_map()``).
+    """
+    delivery = _Delivery(topic, partition, offset, landing_file, ingested_at)
+    line = raw.rstrip(b"\r\n") if isinstance(raw, bytes) else raw
+    try:
+        text = line.decode("utf-8") if isinstance(line, bytes) else line
+    except UnicodeDecodeError as exc:
+        encoded = base64.b64encode(line).decode("ascii")
+        return _dead(
+            delivery,
+            BAD_ENCODING,
+            f"line is not valid UTF-8 ({exc.reason} at byte {exc.start})",
+            encoded,
+            True,
+            None,
+        )
+    if text.strip() == "null":
+        return Tombstone(topic, partition, offset, landing_file)
+    contract = (topic_map() if contracts is None else contracts).get(topic)
+    if contract is None:
+        return _dead(
+            delivery, UNKNOWN_TOPIC, f"topic {topic!r} is not in any table contract", text, False, None
+        )
+    try:
+        event = _loads(text)
+        if _is_wrapper(event) and event["payload"] is None:
+            return Tombstone(topic, partition, offset, landing_file)
+        return _parse_event(event, contract, delivery)
+    except _Reject as rejected:
+        return _dead(delivery, rejected.reason, rejected.message, text, False, contract.name)
+
+
+def parse_lines(
+    data: bytes,
+    landing: LandingFile,
+    landing_file: str,
+    ingested_at: dt.datetime,
+    contracts: Mapping[str, TableContract] | None = None,
+) -> Iterator[ParseResult]:
+    """Parse every line of one landing file; line ``i`` has offset ``landing.start_offset + i``."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    for index, line in enumerate(lines):
+        yield parse_line(
+            line,
+            topic=landing.topic,
+            partition=landing.partition,
+            offset=landing.start_offset + index,
+            landing_file=landing_file,
+            ingested_at=ingested_at,
+            contracts=contracts,
+        )
+
+
+def _dead(
+    delivery: _Delivery, reason: str, message: str, raw: str, is_b64: bool, table: str | None
+) -> DeadLetter:
+    return DeadLetter(
+        reason=reason,
+        message=message,
+        raw_line=raw,
+        raw_is_base64=is_b64,
+        topic=delivery.topic,
+        partition=delivery.partition,
+        offset=delivery.offset,
+        landing_file=delivery.landing_file,
+        ingested_at=delivery.ingested_at,
+        table=table,
+    )
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise _Reject(MALFORMED_JSON, f"line is not valid JSON: {exc}") from None
+
+
+def _is_wrapper(event: Any) -> bool:
+    return isinstance(event, dict) and "payload" in event and set(event) <= {"schema", "payload"}
+
+
+def _parse_event(event: Any, contract: TableContract, delivery: _Delivery) -> BronzeEvent:
+    if not isinstance(event, dict):
+        raise _Reject(
+            INCOMPATIBLE_SCHEMA, f"a Debezium event must be a JSON object, got {type(event).__name__}"
+        )
+    schemas: dict[str, FieldSchema] = {}
+    if _is_wrapper(event):
+        schemas = _row_schemas(event.get("schema"))
+        event = event["payload"]
+        if not isinstance(event, dict):
+            raise _Reject(INCOMPATIBLE_SCHEMA, "the payload of a schema/payload event must be a JSON object")
+    if "op" in event or {"before", "after", "source"} & set(event):
+        return _parse_envelope(event, schemas, contract, delivery)
+    if any(key.startswith("__") for key in event):
+        return _parse_flattened(event, contract, delivery)
+    raise _Reject(
+        UNKNOWN_OP,
+        "event has no op: neither a Debezium envelope (op) nor a flattened event (__op); "
+        "ExtractNewRecordState needs add.fields=op,source.ts_ms",
+    )
+
+
+def _row_schemas(schema: Any) -> dict[str, FieldSchema]:
+    """Field schemas of the row struct (``after``, else ``before``) of a JsonConverter schema."""
+    if not isinstance(schema, dict):
+        return {}
+    fields = {f.get("field"): f for f in schema.get("fields") or [] if isinstance(f, dict)}
+    row = fields.get("after") or fields.get("before")
+    if not isinstance(row, dict):
+        return {}
+    return {
+        f["field"]: FieldSchema.from_json(f)
+        for f in row.get("fields") or []
+        if isinstance(f, dict) and isinstance(f.get("field"), str)
+    }
+
+
+def _check_op(op: Any, where: str) -> str:
+    if op in UNSUPPORTED_OPS:
+        raise _Reject(UNSUPPORTED_OP, f"op {op!r} (logical decoding message) is not supported")
+    if op not in SUPPORTED_OPS:
+        raise _Reject(
+            UNKNOWN_OP,
+            f"{where} {op!r} is not one of c, u, d, r, t" if op is not None else f"event has no {where}",
+        )
+    return op
+
+
+def _int_ts(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _parse_envelope(
+    event: dict[str, Any], schemas: dict[str, FieldSchema], contract: TableContract, delivery: _Delivery
+) -> BronzeEvent:
+    op = _check_op(event.get("op"), "op")
+    source = event.get("source") or {}
+    if not isinstance(source, dict):
+        raise _Reject(INCOMPATIBLE_SCHEMA, "envelope field 'source' must be an object")
+    image = _row_image(event, op)
+    ts_ms = _int_ts(source.get("ts_ms")) or _int_ts(event.get("ts_ms"))
+    if ts_ms is None:
+        raise _Reject(INCOMPATIBLE_SCHEMA, "envelope has neither source.ts_ms nor ts_ms")
+    positions = {name: source.get(name) for name in POSITION_FIELDS[contract.connector]}
+    tx_id = source.get(_TX_ID_FIELD[contract.connector])
+    if tx_id is None and isinstance(event.get("transaction"), dict):
+        tx_id = event["transaction"].get("id")
+    meta = _Meta(
+        op=op,
+        source_ts_ms=ts_ms,
+        positions=positions,
+        tx_id=tx_id,
+        db=source.get("db"),
+        table=source.get("table"),
+    )
+    return _build(image, schemas, meta, contract, delivery, ENVELOPE)
+
+
+def _row_image(event: dict[str, Any], op: str) -> dict[str, Any] | None:
+    if op == "t":
+        return None
+    side = "before" if op == "d" else "after"
+    image = event.get(side)
+    if not isinstance(image, dict):
+        raise _Reject(INCOMPATIBLE_SCHEMA, f"op {op!r} event has no '{side}' row object")
+    return image
+
+
+def _parse_flattened(event: dict[str, Any], contract: TableContract, delivery: _Delivery) -> BronzeEvent:
+    op = _check_op(event.get("__op"), "__op")
+    deleted = event.get("__deleted")
+    if deleted is not None:
+        flag = {"true": True, "false": False, True: True, False: False}.get(deleted)
+        if flag is None:
+            raise _Reject(INCOMPATIBLE_SCHEMA, f'__deleted must be "true" or "false", got {deleted!r}')
+        if flag != (op == "d") and op != "t":
+            raise _Reject(INCOMPATIBLE_SCHEMA, f"__deleted {deleted!r} contradicts __op {op!r}")
+    ts_ms = event.get("__source_ts_ms")
+    if ts_ms is None:
+        raise _Reject(INCOMPATIBLE_SCHEMA, "flattened event has no __source_ts_ms (add.fields=source.ts_ms)")
+    if isinstance(ts_ms, bool) or not isinstance(ts_ms, int) or ts_ms < 0:
+        raise _Reject(TYPE_MISMATCH, f"__source_ts_ms must be epoch milliseconds, got {ts_ms!r}")
+    image = None if op == "t" else {k: v for k, v in event.items() if not k.startswith("__")}
+    connector = contract.connector
+    meta = _Meta(
+        op=op,
+        source_ts_ms=ts_ms,
+        positions={name: event.get("__" + name) for name in POSITION_FIELDS[connector]},
+        tx_id=event.get("__" + _TX_ID_FIELD[connector]),
+        db=event.get("__db"),
+        table=event.get("__table"),
+    )
+    return _build(image, {}, meta, contract, delivery, FLATTENED)
+
+
+@dataclass(frozen=True)
+class _Meta:
+    op: str
+    source_ts_ms: int
+    positions: dict[str, Any]
+    tx_id: Any
+    db: Any
+    table: Any
+
+
+def _build(
+    image: dict[str, Any] | None,
+    schemas: dict[str, FieldSchema],
+    meta: _Meta,
+    contract: TableContract,
+    delivery: _Delivery,
+    shape: str,
+) -> BronzeEvent:
+    row: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    if image is None:
+        row = {name: None for name in contract.column_names}
+    else:
+        for column in contract.columns:
+            row[column.name] = _typed(column.name, column.type, image, schemas, contract.connector)
+        for key in contract.primary_key:
+            if row[key] is None:
+                raise _Reject(MISSING_PK, f"primary key column {key!r} is null or absent")
+        extra = {k: v for k, v in image.items() if k not in row}
+    degraded = not has_position_fields(contract.connector, meta.positions)
+    try:
+        if degraded:
+            position = render_degraded_position(meta.source_ts_ms, delivery.partition, delivery.offset)
+        else:
+            position = render_position(contract.connector, meta.positions)
+    except PositionError as exc:
+        raise _Reject(TYPE_MISMATCH, str(exc)) from None
+    source_ts = epoch_to_datetime(meta.source_ts_ms, "ms")
+    row.update(
+        {
+            "_cdc_op": meta.op,
+            "_cdc_is_deleted": meta.op in ("d", "t"),
+            "_cdc_source_ts": source_ts,
+            "_cdc_position": position,
+            "_cdc_tx_id": None if meta.tx_id is None else str(meta.tx_id),
+            "_cdc_source_db": str(meta.db) if meta.db is not None else contract.database,
+            "_cdc_source_table": str(meta.table) if meta.table is not None else contract.name,
+            "_cdc_topic": delivery.topic,
+            "_cdc_kafka_partition": delivery.partition,
+            "_cdc_kafka_offset": delivery.offset,
+            "_cdc_landing_file": delivery.landing_file,
+            "_cdc_ingested_at": delivery.ingested_at,
+            "_cdc_source_date": source_ts.date(),
+        }
+    )
+    return BronzeEvent(table=contract.name, row=row, extra_columns=extra, shape=shape, degraded=degraded)
+
+
+def _typed(
+    name: str, column_type: str, image: dict[str, Any], schemas: dict[str, FieldSchema], connector: str
+) -> Any:
+    if name not in image:
+        return None
+    schema = schemas.get(name)
+    try:
+        if schema is not None:
+            check_schema_compatible(column_type, schema)
+        return decode_value(image[name], column_type, connector, schema)
+    except SchemaMismatch as exc:
+        raise _Reject(INCOMPATIBLE_SCHEMA, f"column {name!r}: {exc}") from None
+    except ValueMismatch as exc:
+        raise _Reject(TYPE_MISMATCH, f"column {name!r} ({column_type}): {exc}") from None
