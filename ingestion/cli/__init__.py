@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "dbt",
     "docs",
     "jobs",
+    "demo",
     "down",
 )
 
@@ -39,7 +40,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="lakehouse", description=__doc__.splitlines()[0])
+    parser = _Parser(
+        prog="lakehouse",
+        description="TICKIT CDC lakehouse: Debezium landing zone -> Hudi bronze -> dbt on a Spark Thrift server.",
+        epilog="Flags override LAKEHOUSE_* environment variables, which override defaults. "
+        "Exit codes: 0 ok, 1 failed, 2 bad usage.",
+    )
     parser.add_argument("--version", action="version", version=f"lakehouse {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="show stack traces and debug logs")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)

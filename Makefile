@@ -1,0 +1,45 @@
+# TICKIT CDC lakehouse. The two commands a newcomer needs: `make demo` and `make test`.
+SHELL := /bin/bash
+VENV := .venv
+LAKEHOUSE := $(VENV)/bin/lakehouse
+
+.PHONY: help setup demo test test-slow test-reliability test-all lint bench down clean
+
+help:
+	@echo "make demo              set up everything, then run the whole pipeline on the embedded default"
+	@echo "make test              set up everything, then lint and run the default test suite"
+	@echo "make test-slow         the slow suites (scale 1.0, crash trials, Airflow import)"
+	@echo "make test-reliability  the fault-injection suite with its figures"
+	@echo "make bench             the benchmarks (prints medians and ratios)"
+	@echo "make down              stop every service this project started (same as 'lakehouse down')"
+	@echo "make clean             make down, then remove .lakehouse/ state and dbt target/"
+
+setup:
+	@bash scripts/setup.sh
+
+demo: setup
+	@$(LAKEHOUSE) demo
+
+test: setup
+	@bash scripts/run_tests.sh
+
+test-slow: setup
+	@bash scripts/run_tests.sh -m slow
+
+test-reliability: setup
+	@bash scripts/run_tests.sh -m reliability
+
+test-all: setup
+	@bash scripts/run_tests.sh -m ""
+
+lint: setup
+	@$(VENV)/bin/ruff check . && $(VENV)/bin/sqlfluff lint models macros analyses snapshots
+
+bench: setup
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(VENV)/bin/python $$b || exit 1; done
+
+down:
+	@if [ -x $(LAKEHOUSE) ]; then $(LAKEHOUSE) down; else echo "nothing to stop (no .venv)"; fi
+
+clean: down
+	rm -rf .lakehouse target logs

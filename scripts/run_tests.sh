@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The default test run: lint (ruff, sqlfluff) then pytest. Prints pytest's summary line;
+# pytest's exit code 5 (no tests collected) counts as a failure of the run only when
+# tests were expected, which they always are here.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYSPARK_PYTHON="$PWD/.venv/bin/python"
+export SPARK_LOCAL_IP=127.0.0.1
+export DBT_SEND_ANONYMOUS_USAGE_STATS=false
+
+status=0
+echo "== ruff"
+.venv/bin/ruff check . || status=1
+if [ -f .sqlfluff ]; then
+  echo "== sqlfluff lint"
+  paths=()
+  for d in models macros analyses snapshots tests/dbt; do [ -d "$d" ] && paths+=("$d"); done
+  .venv/bin/sqlfluff lint "${paths[@]}" --disable-progress-bar || status=1
+fi
+echo "== pytest $*"
+.venv/bin/python -m pytest "$@"
+rc=$?
+if [ "$rc" = 5 ]; then
+  echo "pytest collected no tests (exit 5)"
+  rc=1
+fi
+[ "$rc" = 0 ] || status=1
+exit "$status"

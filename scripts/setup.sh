@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# One-time (and idempotent) set-up of a fresh machine: Java 17, Chromium + ChromeDriver for
+# the browser tests, a Python 3.11 virtual environment with the pinned dependencies, and
+# the project installed in it. Re-running only does what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '[setup] %s\n' "$*"; }
+die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null 2>&1 && SUDO="sudo" || SUDO=""
+fi
+
+apt_updated=0
+apt_install() {
+  command -v apt-get >/dev/null 2>&1 || die "apt-get not found: install $* by hand"
+  if [ "$apt_updated" = 0 ]; then
+    say "apt-get update"
+    $SUDO apt-get update -qq || die "apt-get update failed"
+    apt_updated=1
+  fi
+  say "apt-get install $*"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null \
+    || die "apt-get install $* failed"
+}
+
+java_major() {
+  java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1
+}
+
+# 1. Java 17 (Spark 4 needs Java 17+).
+if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then
+  say "Java: using JAVA_HOME=$JAVA_HOME"
+elif command -v java >/dev/null 2>&1 && [ "$(java_major)" -ge 17 ] 2>/dev/null; then
+  say "Java: $(java -version 2>&1 | head -n 1)"
+else
+  apt_install openjdk-17-jre-headless
+fi
+
+# 2. Chromium + ChromeDriver (docs-site browser tests). Optional for the demo.
+if [ "${LAKEHOUSE_SKIP_BROWSER:-0}" != 1 ]; then
+  if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+    apt_install chromium chromium-driver || say "warning: chromium not installed; browser tests will be skipped"
+  fi
+fi
+
+# 3. Python virtual environment with the pinned dependencies.
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then
+  for candidate in python3.11 python3; do
+    if command -v "$candidate" >/dev/null 2>&1; then PY="$candidate"; break; fi
+  done
+fi
+[ -n "$PY" ] || die "no python3 found (Python 3.11 is required)"
+"$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' \
+  || die "$PY is $("$PY" --version 2>&1); Python >= 3.11 is required"
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv with $PY"
+  "$PY" -m venv .venv || apt_install python3-venv
+  [ -x .venv/bin/python ] || "$PY" -m venv .venv
+fi
+
+stamp=.venv/.lakehouse-installed
+want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  say "installing Python dependencies (pinned in constraints.txt)"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -c constraints.txt -e ".[dev]" || die "pip install failed"
+  echo "$want" > "$stamp"
+else
+  say "Python dependencies: up to date"
+fi
+say "ready: .venv/bin/lakehouse --help"
