@@ -1,0 +1,128 @@
+"""A per-job lock file that refuses overlapping runs and survives a crashed run.
+
+The lock is a file created with ``O_EXCL`` holding the owner's PID and that process's
+start time (from ``/proc``, so a recycled PID is not mistaken for the owner). A lock
+whose owner is gone is stale: the next run takes it over and says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+_PROCESS_LOCK = threading.Lock()  # serialises acquire() between scheduler threads
+
+
+class JobLockedError(RuntimeError):
+    """Another run of the job holds the lock."""
+
+    def __init__(self, path: Path, owner: dict):
+        self.path = path
+        self.owner = owner
+        super().__init__(
+            f"job is already running (lock {path} held by pid {owner.get('pid')}, "
+            f"run {owner.get('run_id')}, since {owner.get('acquired_at')})"
+        )
+
+
+def process_start_ticks(pid: int) -> str | None:
+    """The start time of ``pid`` in clock ticks since boot, or None if there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    except OSError:
+        return None
+    # Field 22; the command name (field 2) may contain spaces, so split after its ')'.
+    fields = stat.rsplit(")", 1)[1].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def pid_alive(pid: int, start_ticks: str | None = None) -> bool:
+    """True if ``pid`` runs and (when known) started at ``start_ticks``."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if start_ticks is None:
+        return True
+    current = process_start_ticks(pid)
+    return current is None or current == start_ticks
+
+
+@dataclass
+class JobLock:
+    path: Path
+    run_id: str
+    acquired_at: str
+    took_over: dict | None = None  # the stale owner's record, when a crashed run's lock was reclaimed
+    _held: bool = False
+
+    def acquire(self) -> JobLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        record = {
+            "pid": os.getpid(),
+            "start_ticks": process_start_ticks(os.getpid()),
+            "host": socket.gethostname(),
+            "run_id": self.run_id,
+            "acquired_at": self.acquired_at,
+        }
+        with _PROCESS_LOCK:
+            for _ in range(3):
+                try:
+                    fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                except FileExistsError:
+                    owner = read_lock(self.path)
+                    if owner is None:  # vanished between the two calls, or unreadable: retry
+                        continue
+                    if lock_is_live(owner):
+                        raise JobLockedError(self.path, owner) from None
+                    self.took_over = owner
+                    with contextlib.suppress(FileNotFoundError):
+                        self.path.unlink()
+                    continue
+                with os.fdopen(fd, "w") as handle:
+                    json.dump(record, handle)
+                self._held = True
+                return self
+        raise JobLockedError(self.path, read_lock(self.path) or {})
+
+    def release(self) -> None:
+        if not self._held:
+            return
+        owner = read_lock(self.path)
+        if owner and owner.get("run_id") == self.run_id:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+        self._held = False
+
+    def __enter__(self) -> JobLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def read_lock(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        # A torn write from a crash: treat as a dead owner so it can be reclaimed.
+        return {"pid": -1, "run_id": None, "acquired_at": None, "corrupt": True}
+
+
+def lock_is_live(owner: dict) -> bool:
+    if owner.get("host") not in (None, socket.gethostname()):
+        return True  # another machine's lock: we cannot check its PID, so respect it
+    return pid_alive(int(owner.get("pid") or -1), owner.get("start_ticks"))

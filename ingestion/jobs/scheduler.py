@@ -1,0 +1,167 @@
+"""The long-running scheduler: fires each job at its cron times (APScheduler's CronTrigger).
+
+The cron arithmetic (fields, time zones, DST) is APScheduler 3.x's ``CronTrigger``; this
+module only keeps each job's next fire time and hands due jobs to the runner on a small
+thread pool. Missed fire times (machine asleep, scheduler down) are coalesced into one
+run when within ``misfire_grace`` and skipped otherwise, like APScheduler's
+``coalesce=True``. ``clock`` (aware UTC datetimes) and ``wait`` are injectable, so tests
+drive it with a fake clock and no sleeping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from ingestion.jobs.lock import JobLockedError, pid_alive, process_start_ticks
+from ingestion.jobs.runner import JobRunner
+from ingestion.jobs.spec import JobSpec
+
+log = logging.getLogger(__name__)
+
+MAX_SLEEP_SECONDS = 30.0  # wake up at least this often (clock changes, shutdown)
+
+
+def aware_utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Scheduler:
+    def __init__(
+        self,
+        jobs: dict[str, JobSpec],
+        runner: JobRunner,
+        clock: Callable[[], datetime] = aware_utc_now,
+        max_workers: int = 4,
+        misfire_grace: timedelta = timedelta(minutes=10),
+        inline: bool = False,
+    ):
+        """``inline=True`` runs due jobs in the calling thread (tests)."""
+        self.jobs = {name: job for name, job in jobs.items() if job.enabled and job.cron}
+        self.runner = runner
+        self.clock = clock
+        self.misfire_grace = misfire_grace
+        self.inline = inline
+        self._pool = None if inline else ThreadPoolExecutor(max_workers, thread_name_prefix="job")
+        self._stop = threading.Event()
+        self._running: dict[str, Future] = {}
+        now = self.clock()
+        self._triggers = {name: job.trigger() for name, job in self.jobs.items()}
+        self.next_fire: dict[str, datetime | None] = {
+            name: trigger.get_next_fire_time(None, now) for name, trigger in self._triggers.items()
+        }
+
+    def _advance(self, name: str, fire_time: datetime, now: datetime) -> None:
+        """Move ``name``'s next fire time past ``now`` (coalescing missed fire times)."""
+        trigger = self._triggers[name]
+        next_time = trigger.get_next_fire_time(fire_time, now)
+        while next_time is not None and next_time <= now:
+            next_time = trigger.get_next_fire_time(next_time, now)
+        self.next_fire[name] = next_time
+
+    def due(self) -> list[tuple[JobSpec, datetime]]:
+        """Jobs whose fire time has come, with that fire time; advances their schedules."""
+        now = self.clock()
+        fired = []
+        for name, fire_time in list(self.next_fire.items()):
+            if fire_time is None or fire_time > now:
+                continue
+            self._advance(name, fire_time, now)
+            if now - fire_time > self.misfire_grace:
+                log.warning("job %s: missed its %s run by %s (beyond the grace time); skipped",
+                            name, fire_time.isoformat(), now - fire_time)
+                continue
+            fired.append((self.jobs[name], fire_time))
+        return fired
+
+    def tick(self) -> list[str]:
+        """Start every due job; returns their names."""
+        started = []
+        for job, fire_time in self.due():
+            log.info("job %s: firing (scheduled for %s)", job.name, fire_time.isoformat())
+            started.append(job.name)
+            if self.inline:
+                self._run(job)
+            else:
+                assert self._pool is not None
+                self._running[job.name] = self._pool.submit(self._run, job)
+        return started
+
+    def _run(self, job: JobSpec) -> None:
+        try:
+            record = self.runner.run(job, trigger="schedule")
+            log.info("job %s: run %s finished %s in %.1fs", job.name, record.run_id, record.status,
+                     record.duration_s or 0)
+        except JobLockedError as exc:
+            log.warning("job %s: not started, the previous run is still going (%s)", job.name, exc)
+        except Exception:  # noqa: BLE001 - one job's crash must not stop the scheduler
+            log.exception("job %s: runner error", job.name)
+
+    def seconds_until_next(self) -> float:
+        upcoming = [t for t in self.next_fire.values() if t is not None]
+        if not upcoming:
+            return MAX_SLEEP_SECONDS
+        delta = (min(upcoming) - self.clock()).total_seconds()
+        return max(0.0, min(delta, MAX_SLEEP_SECONDS))
+
+    def run_forever(self) -> None:
+        log.info("scheduler: %d job(s): %s", len(self.jobs), ", ".join(
+            f"{name} next {t.isoformat() if t else 'never'}" for name, t in self.next_fire.items()
+        ))
+        while not self._stop.is_set():
+            self.tick()
+            self._stop.wait(self.seconds_until_next() + 0.01)
+        log.info("scheduler: stopping; waiting for running jobs to finish")
+        if self._pool:
+            self._pool.shutdown(wait=True)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+# -- PID file so `lakehouse down` can stop a background scheduler ------------------------------
+
+def pid_file(home: Path) -> Path:
+    return home / "run" / "scheduler.pid"
+
+
+def write_pid_file(home: Path) -> Path:
+    path = pid_file(home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    existing = read_pid(path)
+    if existing and pid_alive(*existing) and existing[0] != os.getpid():
+        raise RuntimeError(f"a scheduler already runs for {home} (pid {existing[0]}, {path})")
+    path.write_text(f"{os.getpid()} {process_start_ticks(os.getpid()) or ''}\n")
+    return path
+
+
+def read_pid(path: Path) -> tuple[int, str | None] | None:
+    try:
+        parts = path.read_text().split()
+        return int(parts[0]), (parts[1] if len(parts) > 1 else None)
+    except (FileNotFoundError, ValueError, IndexError):
+        return None
+
+
+def stop(settings, timeout: float = 30.0) -> bool:
+    """Stop the scheduler of ``settings.home`` if it runs; True if one was stopped."""
+    path = pid_file(settings.home)
+    owner = read_pid(path)
+    if owner is None or not pid_alive(*owner):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        return False
+    os.kill(owner[0], signal.SIGTERM)
+    deadline = datetime.now(UTC) + timedelta(seconds=timeout)
+    while pid_alive(*owner) and datetime.now(UTC) < deadline:
+        threading.Event().wait(0.2)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    return True

@@ -1,0 +1,283 @@
+"""The unattended job runner with fake steps: retries, timeout, overlap lock, alerts, history."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from ingestion.jobs import commands
+from ingestion.jobs.alerts import Alerter
+from ingestion.jobs.history import list_runs
+from ingestion.jobs.lock import JobLockedError
+from ingestion.jobs.runner import JobRunner
+from ingestion.jobs.spec import parse_jobs
+
+from .conftest import FakeClock
+
+
+def one_job(steps: list, **options) -> object:
+    document = {"jobs": [{"name": "demo", "cron": "0 2 * * *", "backoff_seconds": 5, **options, "steps": steps}]}
+    return parse_jobs(document, "test-jobs.yml")["demo"]
+
+
+def runner_for(home: Path, webhook_url: str | None, clock: FakeClock) -> JobRunner:
+    return JobRunner(home, Alerter(webhook_url), clock=clock.now, sleep=clock.sleep)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(datetime(2026, 11, 22, 2, 0, tzinfo=UTC))
+
+
+COUNTER_SCRIPT = """
+import pathlib, sys
+counter = pathlib.Path(sys.argv[1]); fail_times = int(sys.argv[2])
+n = int(counter.read_text()) if counter.exists() else 0
+counter.write_text(str(n + 1))
+if n < fail_times:
+    print("connecting to 127.0.0.1:10000 ...")
+    print("thrift.transport.TTransport.TTransportException: TSocket read 0 bytes")
+    sys.exit(1)
+print("step done")
+"""
+
+
+def counter_step(counter: Path, fail_times: int, **extra) -> dict:
+    return {"command": [sys.executable, "-c", COUNTER_SCRIPT, str(counter), str(fail_times)], **extra}
+
+
+def test_transient_failure_is_retried_with_backoff_then_succeeds(home, tmp_path, clock, webhook, python_step):
+    counter = tmp_path / "calls"
+    job = one_job([python_step("print('first step')"), counter_step(counter, fail_times=2)], retries=3)
+
+    record = runner_for(home, webhook.url, clock).run(job)
+
+    assert record.status == "success", record.error
+    assert counter.read_text() == "3"  # failed twice, third attempt passed
+    step = record.steps[1]
+    assert [a.outcome for a in step.attempts] == ["transient", "transient", "success"]
+    assert clock.slept == [5, 10]  # exponential backoff from backoff_seconds=5
+    assert webhook.received == []  # success: no alert
+    log = (home / "jobs/demo/runs" / record.run_id / step.attempts[0].log).read_text()
+    assert "TTransportException" in log
+    [stored] = list_runs(home, "demo")
+    assert stored.status == "success" and stored.steps[1].attempts[2].exit_code == 0
+
+
+def test_permanent_failure_alerts_once_with_step_and_log_excerpt(home, tmp_path, clock, webhook, python_step):
+    marker = tmp_path / "third-step-ran"
+    failing = python_step(
+        "import sys; print('compiling model fct_sales'); "
+        "print('AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] bronze.sale cannot be found', file=sys.stderr); "
+        "sys.exit(2)",
+        name="build gold",
+    )
+    job = one_job(
+        [python_step("print('ok')"), failing, python_step(f"open({str(marker)!r}, 'w')")], retries=3
+    )
+
+    record = runner_for(home, webhook.url, clock).run(job)
+
+    assert record.status == "failed"
+    assert record.failed_step == "2: build gold"
+    assert len(record.steps[1].attempts) == 1  # not transient: no retry
+    assert clock.slept == []
+    assert not marker.exists()  # later steps do not run
+    assert record.steps[2].status == "pending"
+    [alert] = webhook.received  # exactly one alert
+    assert alert["event"] == "job_failed"
+    assert alert["job"] == "demo" and alert["run_id"] == record.run_id
+    assert alert["failed_step"] == "2: build gold"
+    assert "TABLE_OR_VIEW_NOT_FOUND" in alert["log_excerpt"]
+    assert "build gold" in alert["text"]
+    [stored] = list_runs(home, "demo")
+    assert stored.status == "failed" and stored.alerts == [{"event": "job_failed", "sent": True, "error": None}]
+
+
+def test_transient_failures_exhausting_retries_alert_once(home, tmp_path, clock, webhook):
+    job = one_job([counter_step(tmp_path / "calls", fail_times=99)], retries=2)
+
+    record = runner_for(home, webhook.url, clock).run(job)
+
+    assert record.status == "failed"
+    assert len(record.steps[0].attempts) == 3
+    assert len(webhook.events("job_failed")) == 1
+    assert "TSocket read 0 bytes" in webhook.received[0]["log_excerpt"]
+
+
+def test_job_timeout_kills_the_step_and_is_not_retried(home, tmp_path, clock, webhook, python_step):
+    pid_file = tmp_path / "step.pid"
+    sleeper = python_step(
+        f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)", retry_on="any"
+    )
+    job = one_job([sleeper], timeout_minutes=1.5 / 60, retries=3)
+
+    began = time.monotonic()
+    record = runner_for(home, webhook.url, clock).run(job)
+
+    assert time.monotonic() - began < 20
+    assert record.status == "timed_out"
+    assert len(record.steps[0].attempts) == 1
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    [alert] = webhook.received
+    assert alert["status"] == "timed_out"
+
+
+def test_overlapping_run_is_refused_and_recorded(home, tmp_path, clock, webhook, python_step):
+    release = tmp_path / "release"
+    started = tmp_path / "started"
+    waiting = python_step(
+        "import pathlib, time\n"
+        f"pathlib.Path({str(started)!r}).touch()\n"
+        f"while not pathlib.Path({str(release)!r}).exists(): time.sleep(0.05)"
+    )
+    job = one_job([waiting])
+    runner = runner_for(home, webhook.url, clock)
+    results = {}
+    first = threading.Thread(target=lambda: results.setdefault("first", runner.run(job)))
+    first.start()
+    deadline = time.monotonic() + 20
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert started.exists()
+
+    with pytest.raises(JobLockedError):
+        runner.run(job)
+    release.touch()
+    first.join(20)
+
+    assert results["first"].status == "success"
+    statuses = sorted(r.status for r in list_runs(home, "demo"))
+    assert statuses == ["skipped", "success"]
+    assert webhook.received == []
+    assert not (home / "jobs/demo/lock").exists()
+
+
+def test_lock_of_a_crashed_run_is_taken_over(home, clock, python_step):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    lock = home / "jobs/demo/lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text(json.dumps({"pid": dead.pid, "run_id": "crashed-run", "acquired_at": "2026-11-21T02:00"}))
+
+    record = runner_for(home, None, clock).run(one_job([python_step("print('hi')")]))
+
+    assert record.status == "success"
+    assert record.lock_taken_over_from["run_id"] == "crashed-run"
+    assert not lock.exists()
+
+
+def test_lock_held_by_a_live_process_refuses(home, clock, python_step):
+    lock = home / "jobs/demo/lock"
+    lock.parent.mkdir(parents=True)
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        lock.write_text(json.dumps({"pid": holder.pid, "run_id": "other", "acquired_at": "x"}))
+        with pytest.raises(JobLockedError, match=f"pid {holder.pid}"):
+            runner_for(home, None, clock).run(one_job([python_step("print('hi')")]))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert lock.exists()  # someone else's lock is never removed
+
+
+FAKE_DBT = r"""
+import json, os, pathlib, sys
+args = sys.argv[1:]
+target = pathlib.Path(os.environ["DBT_TARGET_PATH"])
+calls = pathlib.Path(os.environ["FAKE_DBT_CALLS"])
+with calls.open("a") as fh:
+    fh.write(json.dumps(args) + "\n")
+n = len(calls.read_text().splitlines())
+if args[:2] == ["source", "freshness"]:
+    results = [
+        {"unique_id": "source.tickit_lakehouse.ecomm.sale", "status": "warn"},
+        {"unique_id": "source.tickit_lakehouse.ems.venue", "status": "pass"},
+    ]
+    (target / "sources.json").write_text(json.dumps({"results": results}))
+    sys.exit(0)
+(target / "manifest.json").write_text(json.dumps({"call": n}))
+status = "error" if n == int(os.environ.get("FAKE_DBT_FAIL_AT", "0")) else "success"
+(target / "run_results.json").write_text(json.dumps({"args": {"which": args[0]}, "call": n,
+                                                     "results": [{"status": status}]}))
+if status == "error":
+    print(os.environ.get("FAKE_DBT_ERROR", "Database Error: TTransportException: Could not connect"))
+    sys.exit(1)
+"""
+
+
+@pytest.fixture
+def fake_dbt(tmp_path, monkeypatch):
+    script = tmp_path / "fake_dbt.py"
+    script.write_text(FAKE_DBT)
+    calls = tmp_path / "dbt-calls.jsonl"
+    monkeypatch.setattr(commands, "dbt_argv", lambda args: [sys.executable, str(script), *args])
+    monkeypatch.setenv("FAKE_DBT_CALLS", str(calls))
+    return lambda: [json.loads(line) for line in calls.read_text().splitlines()]
+
+
+def test_dbt_step_is_retried_from_the_failure_point_and_artifacts_archived(home, clock, fake_dbt, monkeypatch):
+    monkeypatch.setenv("FAKE_DBT_FAIL_AT", "1")
+    job = one_job([{"dbt": "build --select tag:gold"}], retries=2)
+
+    record = runner_for(home, None, clock).run(job)
+
+    assert record.status == "success"
+    assert fake_dbt() == [["build", "--select", "tag:gold"], ["retry"]]
+    attempts = record.steps[0].attempts
+    assert [a.mode for a in attempts] == ["run", "dbt retry"]
+    run_dir = home / "jobs/demo/runs" / record.run_id
+    for number, attempt in enumerate(attempts, start=1):
+        assert sorted(Path(a).name for a in attempt.artifacts) == ["manifest.json", "run_results.json"]
+        archived = json.loads((run_dir / f"artifacts/step-1-attempt-{number}/run_results.json").read_text())
+        assert archived["call"] == number
+
+
+def test_resume_reruns_the_failed_dbt_step_with_dbt_retry(home, clock, fake_dbt, monkeypatch, webhook):
+    monkeypatch.setenv("FAKE_DBT_FAIL_AT", "2")  # second dbt call: the build step
+    monkeypatch.setenv("FAKE_DBT_ERROR", "Compilation Error in model fct_sales")
+    job = one_job([{"dbt": "seed"}, {"dbt": "build"}, {"dbt": "docs generate"}])
+    runner = runner_for(home, webhook.url, clock)
+    failed = runner.run(job)
+    assert failed.status == "failed" and failed.failed_step.startswith("2:")
+
+    clock.advance(hours=1)
+    resumed = runner.run(job, resume=True)
+
+    assert resumed.status == "success"
+    assert fake_dbt() == [["seed"], ["build"], ["retry"], ["docs", "generate"]]
+    assert [s.status for s in resumed.steps] == ["skipped (resumed)", "success", "success"]
+    assert len(webhook.events("job_failed")) == 1
+    with pytest.raises(ValueError, match="no failed run"):
+        runner.run(job, resume=True)
+
+
+def test_stale_sources_alert_once_and_the_job_goes_on(home, clock, fake_dbt, webhook):
+    job = one_job([{"dbt": "source freshness", "continue_on_failure": True}, {"dbt": "build"}])
+
+    record = runner_for(home, webhook.url, clock).run(job)
+
+    assert record.status == "success"
+    assert record.stale_sources == ["ecomm.sale"]
+    [alert] = webhook.received
+    assert alert["event"] == "stale_sources" and alert["stale_sources"] == ["ecomm.sale"]
+
+
+def test_missing_environment_variable_fails_the_step_clearly(home, clock, webhook, monkeypatch):
+    monkeypatch.delenv("LAKEHOUSE_TEST_BUCKET", raising=False)
+    job = one_job([{"lakehouse": "docs publish --bucket ${LAKEHOUSE_TEST_BUCKET}"}])
+
+    record = runner_for(home, webhook.url, clock).run(job)
+
+    assert record.status == "failed"
+    assert "LAKEHOUSE_TEST_BUCKET is not set" in webhook.received[0]["log_excerpt"]
