@@ -1,0 +1,51 @@
+"""Kafka Connect S3-sink file names and directories."""
+
+from __future__ import annotations
+
+import pytest
+
+from ingestion.cdc.landing import LandingFile, LandingPathError, landing_file_name, parse_landing_path
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        (
+            "/data/landing/topics/tickit.ecomm.sale/partition=2/tickit.ecomm.sale+2+0000001000.json",
+            LandingFile("tickit.ecomm.sale", 2, 1000),
+        ),
+        (
+            "s3://bucket/prefix/topics/tickit.ems.event/year=2026/month=11/day=22/tickit.ems.event+0+0000000000.json",
+            LandingFile("tickit.ems.event", 0, 0),
+        ),
+        (
+            "topics/tickit.tickit.crm.user/tickit.tickit.crm.user+11+9999999999.json",
+            LandingFile("tickit.tickit.crm.user", 11, 9999999999),
+        ),
+    ],
+)
+def test_valid_paths(path, expected):
+    assert parse_landing_path(path) == expected
+
+
+@pytest.mark.parametrize(
+    ("path", "problem"),
+    [
+        ("topics/tickit.ecomm.sale/partition=0/tickit.ecomm.sale+0+12.json", "10-digit"),
+        ("topics/tickit.ecomm.sale/partition=0/tickit.ecomm.sale+0+0000000012.avro", "10-digit"),
+        ("topics/tickit.ecomm.date/partition=0/tickit.ecomm.sale+0+0000000012.json", "not under topics/"),
+        ("landing/tickit.ecomm.sale/tickit.ecomm.sale+0+0000000012.json", "not under topics/"),
+        ("topics/tickit.ecomm.sale/partition=1/tickit.ecomm.sale+0+0000000012.json", "does not match"),
+        ("topics/tickit.ecomm.sale/tmp/tickit.ecomm.sale+0+0000000012.json", "unexpected directories"),
+    ],
+)
+def test_invalid_paths_name_the_problem(path, problem):
+    with pytest.raises(LandingPathError, match=problem) as info:
+        parse_landing_path(path)
+    assert path in str(info.value)
+
+
+def test_file_name_round_trip():
+    name = landing_file_name("tickit.ecomm.sale", 3, 42)
+    assert name == "tickit.ecomm.sale+3+0000000042.json"
+    assert parse_landing_path(f"topics/tickit.ecomm.sale/partition=3/{name}") == LandingFile("tickit.ecomm.sale", 3, 42)
