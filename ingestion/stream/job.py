@@ -1,0 +1,127 @@
+"""The streaming query: landing zone -> bronze, ``--once`` (availableNow) or continuous."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from ingestion.stream.batch import BatchProcessor, BatchReport
+from ingestion.stream.checkpoint import prepare_checkpoint
+from ingestion.stream.landing import landing_stream, topics_root
+from ingestion.stream.sync_state import CatalogSyncer
+
+log = logging.getLogger("lakehouse.ingest")
+
+
+class IngestError(RuntimeError):
+    """The ingestion cannot start or stopped on an error (message names the cause)."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+
+@dataclass
+class IngestOptions:
+    landing: str
+    lake: str
+    checkpoints_root: Path
+    once: bool = True
+    trigger_seconds: float = 1.0
+    max_files_per_trigger: int | None = None
+    max_bytes_per_trigger: int | None = None
+    reset: bool = False
+    sync: bool = True
+    thrift_host: str = "127.0.0.1"
+    thrift_port: int = 10000
+    timeout_seconds: float | None = None  # continuous mode: stop after this long (tests, benchmarks)
+
+    def validate(self) -> None:
+        if self.max_files_per_trigger and self.max_bytes_per_trigger:
+            raise IngestError("--max-files-per-trigger and --max-bytes-per-trigger cannot be used together",
+                              "Spark's file source accepts one admission limit; pick one")
+        for name in ("max_files_per_trigger", "max_bytes_per_trigger"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise IngestError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+        if self.trigger_seconds <= 0:
+            raise IngestError(f"--trigger must be a positive number of seconds, got {self.trigger_seconds}")
+        if "://" not in self.landing and not Path(topics_root(self.landing)).is_dir():
+            raise IngestError(f"landing zone {self.landing}: no topics/ directory",
+                              "run 'lakehouse simulate' first or point --landing at a Kafka Connect S3 sink")
+
+
+@dataclass
+class IngestSummary:
+    checkpoint: Path
+    reports: list[BatchReport] = field(default_factory=list)
+
+    @property
+    def events(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for report in self.reports:
+            for table, count in report.events.items():
+                total[table] = total.get(table, 0) + count
+        return total
+
+    @property
+    def bad_events(self) -> int:
+        return sum(r.bad_events for r in self.reports)
+
+
+def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None = sys.stdout,
+               on_report: Callable[[BatchReport], None] | None = None,
+               stop_event: threading.Event | None = None) -> IngestSummary:
+    """Run the streaming ingestion until done (``once``), timeout or ``stop_event``."""
+    options.validate()
+    checkpoint = prepare_checkpoint(options.checkpoints_root, options.landing, options.lake, reset=options.reset)
+    if spark is None:
+        from ingestion.spark import local_spark_session
+
+        spark = local_spark_session("lakehouse-ingest")
+    syncer = CatalogSyncer(options.lake, options.thrift_host, options.thrift_port) if options.sync else None
+    processor = BatchProcessor(options.landing, options.lake, checkpoint, syncer=syncer,
+                               log_stream=log_stream, on_report=on_report)
+    files = landing_stream(spark, options.landing, max_files_per_trigger=options.max_files_per_trigger,
+                           max_bytes_per_trigger=options.max_bytes_per_trigger)
+    writer = files.writeStream.foreachBatch(processor).option("checkpointLocation", str(checkpoint / "query"))
+    if options.once:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{options.trigger_seconds} seconds")
+    query = writer.start()
+    try:
+        if options.once:
+            query.awaitTermination()
+        else:
+            _wait(query, options.timeout_seconds, stop_event)
+    except KeyboardInterrupt:
+        log.info("stopping the stream (interrupted)")
+    finally:
+        if query.isActive:
+            query.stop()
+        if syncer is not None:
+            if options.once:
+                syncer.run(force=True)
+            syncer.close()
+    error = query.exception()
+    if error is not None:
+        raise IngestError(f"the streaming query failed: {str(error).splitlines()[0]}",
+                          "rerun with --verbose; the checkpoint is intact, a restart resumes the batch")
+    return IngestSummary(checkpoint, processor.reports)
+
+
+def _wait(query, timeout_seconds: float | None, stop_event: threading.Event | None) -> None:
+    waited = 0.0
+    while query.isActive:
+        if stop_event is not None and stop_event.is_set():
+            return
+        if timeout_seconds is not None and waited >= timeout_seconds:
+            return
+        query.awaitTermination(0.5)
+        waited += 0.5
