@@ -1,0 +1,32 @@
+{#-
+  The renamed change-metadata columns every staging model exposes, in one place so the
+  seven staging models stay identical. `_hoodie_commit_time` becomes `bronze_commit_time`
+  (the incremental watermark); the other `_hoodie_*` columns stop at staging.
+-#}
+{% macro cdc_metadata_columns() -%}
+        _cdc_op as cdc_op,
+        (_cdc_op = 'd' or coalesce(_cdc_is_deleted, false)) as is_deleted,
+        (_cdc_op = 't') as is_truncate,
+        _cdc_position as cdc_position,
+        _cdc_source_ts as cdc_source_ts,
+        _cdc_tx_id as cdc_tx_id,
+        _cdc_source_db as cdc_source_db,
+        _cdc_source_table as cdc_source_table,
+        _cdc_topic as kafka_topic,
+        _cdc_kafka_partition as kafka_partition,
+        _cdc_kafka_offset as kafka_offset,
+        _cdc_landing_file as landing_file,
+        _cdc_ingested_at as ingested_at,
+        _cdc_source_date as source_date,
+        _hoodie_commit_time as bronze_commit_time
+{%- endmacro %}
+
+
+{#- Names of the change-metadata columns of a staging model (see cdc_metadata_columns). -#}
+{% macro cdc_metadata_column_names() -%}
+    {{ return([
+        'cdc_op', 'is_deleted', 'is_truncate', 'cdc_position', 'cdc_source_ts', 'cdc_tx_id',
+        'cdc_source_db', 'cdc_source_table', 'kafka_topic', 'kafka_partition', 'kafka_offset',
+        'landing_file', 'ingested_at', 'source_date', 'bronze_commit_time',
+    ]) }}
+{%- endmacro %}

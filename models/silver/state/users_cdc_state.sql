@@ -1,0 +1,25 @@
+{#- Latest change event per user_id (tombstones and the latest truncate kept); see cdc_state. -#}
+{{ cdc_state(
+    ref('stg_crm__users'),
+    primary_key=['user_id'],
+    columns=[
+        'user_id',
+        'username',
+        'first_name',
+        'last_name',
+        'city',
+        'state',
+        'email',
+        'phone',
+        'likes_sports',
+        'likes_theatre',
+        'likes_concerts',
+        'likes_jazz',
+        'likes_classical',
+        'likes_opera',
+        'likes_rock',
+        'likes_vegas',
+        'likes_broadway',
+        'likes_musicals',
+    ],
+) }}

@@ -1,0 +1,12 @@
+{#- Latest change event per venue_id (tombstones and the latest truncate kept); see cdc_state. -#}
+{{ cdc_state(
+    ref('stg_ems__venues'),
+    primary_key=['venue_id'],
+    columns=[
+        'venue_id',
+        'venue_name',
+        'venue_city',
+        'venue_state',
+        'venue_seats',
+    ],
+) }}

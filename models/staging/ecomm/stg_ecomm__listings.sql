@@ -1,0 +1,34 @@
+with
+
+source as (
+
+    select * from {{ source('ecomm', 'listing') }}
+
+),
+
+renamed as (
+
+    select
+
+        ----------  ids
+        listid as listing_id,
+        sellerid as seller_id,
+        eventid as event_id,
+        dateid as date_id,
+
+        ----------  numerics
+        numtickets as num_tickets,
+        priceperticket as price_per_ticket,
+        totalprice as total_price,
+
+        ----------  dates
+        listtime as list_time,
+
+        ----------  change metadata
+        {{ cdc_metadata_columns() }}
+
+    from source
+
+)
+
+select * from renamed

@@ -1,0 +1,28 @@
+with
+
+source as (
+
+    select * from {{ source('ems', 'category') }}
+
+),
+
+renamed as (
+
+    select
+
+        ----------  ids
+        catid as category_id,
+
+        ----------  strings
+        catgroup as category_group,
+        catname as category_name,
+        catdesc as category_description,
+
+        ----------  change metadata
+        {{ cdc_metadata_columns() }}
+
+    from source
+
+)
+
+select * from renamed

@@ -1,0 +1,31 @@
+with
+
+source as (
+
+    select * from {{ source('ems', 'venue') }}
+
+),
+
+renamed as (
+
+    select
+
+        ----------  ids
+        venueid as venue_id,
+
+        ----------  strings
+        venuename as venue_name,
+        venuecity as venue_city,
+        venuestate as venue_state,
+
+        ----------  numerics
+        venueseats as venue_seats,
+
+        ----------  change metadata
+        {{ cdc_metadata_columns() }}
+
+    from source
+
+)
+
+select * from renamed
