@@ -114,7 +114,7 @@ def _scheduler(args: argparse.Namespace) -> int:
     if not scheduler.jobs:
         raise CliError(f"no enabled job with a cron schedule in {_jobs_file(args)}")
     try:
-        pid_path = scheduler_mod.write_pid_file(settings.home)
+        scheduler_mod.register_service(settings)
     except RuntimeError as exc:
         raise CliError(str(exc), hint="stop it first: lakehouse down") from exc
     signal.signal(signal.SIGTERM, lambda *_: scheduler.stop())
@@ -123,9 +123,7 @@ def _scheduler(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         scheduler.stop()
     finally:
-        owner = scheduler_mod.read_pid(pid_path)
-        if owner and owner[0] == os.getpid():
-            pid_path.unlink(missing_ok=True)
+        scheduler_mod.unregister_service(settings)
     return 0
 
 

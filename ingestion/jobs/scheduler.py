@@ -10,17 +10,16 @@ drive it with a fake clock and no sleeping.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import signal
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-from ingestion.jobs.lock import JobLockedError, pid_alive, process_start_ticks
+from ingestion import services
+from ingestion.config import Settings
+from ingestion.jobs.lock import JobLockedError
 from ingestion.jobs.runner import JobRunner
 from ingestion.jobs.spec import JobSpec
 
@@ -58,27 +57,34 @@ class Scheduler:
             name: trigger.get_next_fire_time(None, now) for name, trigger in self._triggers.items()
         }
 
-    def _advance(self, name: str, fire_time: datetime, now: datetime) -> None:
-        """Move ``name``'s next fire time past ``now`` (coalescing missed fire times)."""
+    def _catch_up(self, name: str, fire_time: datetime, now: datetime) -> datetime:
+        """Move ``name``'s next fire time past ``now``; returns the latest fire time <= now."""
         trigger = self._triggers[name]
+        latest = fire_time
         next_time = trigger.get_next_fire_time(fire_time, now)
         while next_time is not None and next_time <= now:
+            latest = next_time
             next_time = trigger.get_next_fire_time(next_time, now)
         self.next_fire[name] = next_time
+        return latest
 
     def due(self) -> list[tuple[JobSpec, datetime]]:
-        """Jobs whose fire time has come, with that fire time; advances their schedules."""
+        """Jobs whose fire time has come, with that fire time; advances their schedules.
+
+        Several missed fire times coalesce into one run for the latest of them, if that
+        one is within ``misfire_grace``.
+        """
         now = self.clock()
         fired = []
         for name, fire_time in list(self.next_fire.items()):
             if fire_time is None or fire_time > now:
                 continue
-            self._advance(name, fire_time, now)
-            if now - fire_time > self.misfire_grace:
+            latest = self._catch_up(name, fire_time, now)
+            if now - latest > self.misfire_grace:
                 log.warning("job %s: missed its %s run by %s (beyond the grace time); skipped",
-                            name, fire_time.isoformat(), now - fire_time)
+                            name, latest.isoformat(), now - latest)
                 continue
-            fired.append((self.jobs[name], fire_time))
+            fired.append((self.jobs[name], latest))
         return fired
 
     def tick(self) -> list[str]:
@@ -126,42 +132,27 @@ class Scheduler:
         self._stop.set()
 
 
-# -- PID file so `lakehouse down` can stop a background scheduler ------------------------------
+# -- PID file ($LAKEHOUSE_HOME/run/scheduler.pid, ingestion.services) so `lakehouse down` stops it --
 
-def pid_file(home: Path) -> Path:
-    return home / "run" / "scheduler.pid"
-
-
-def write_pid_file(home: Path) -> Path:
-    path = pid_file(home)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    existing = read_pid(path)
-    if existing and pid_alive(*existing) and existing[0] != os.getpid():
-        raise RuntimeError(f"a scheduler already runs for {home} (pid {existing[0]}, {path})")
-    path.write_text(f"{os.getpid()} {process_start_ticks(os.getpid()) or ''}\n")
-    return path
+SERVICE_NAME = "scheduler"
 
 
-def read_pid(path: Path) -> tuple[int, str | None] | None:
-    try:
-        parts = path.read_text().split()
-        return int(parts[0]), (parts[1] if len(parts) > 1 else None)
-    except (FileNotFoundError, ValueError, IndexError):
-        return None
+def register_service(settings: Settings) -> None:
+    """Record this process as the home's scheduler; refuses if another one is alive."""
+    existing = services.read(settings, SERVICE_NAME)
+    if existing and existing.alive and existing.pid != os.getpid():
+        raise RuntimeError(
+            f"a scheduler already runs for {settings.home} (pid {existing.pid}, {existing.pid_file})"
+        )
+    services.register(settings, SERVICE_NAME)
 
 
-def stop(settings, timeout: float = 30.0) -> bool:
-    """Stop the scheduler of ``settings.home`` if it runs; True if one was stopped."""
-    path = pid_file(settings.home)
-    owner = read_pid(path)
-    if owner is None or not pid_alive(*owner):
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-        return False
-    os.kill(owner[0], signal.SIGTERM)
-    deadline = datetime.now(UTC) + timedelta(seconds=timeout)
-    while pid_alive(*owner) and datetime.now(UTC) < deadline:
-        threading.Event().wait(0.2)
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-    return True
+def unregister_service(settings: Settings) -> None:
+    existing = services.read(settings, SERVICE_NAME)
+    if existing and existing.pid == os.getpid():
+        services.unregister(settings, SERVICE_NAME)
+
+
+def stop(settings: Settings, timeout: float = 60.0) -> str:
+    """Stop the scheduler of ``settings.home`` (SIGTERM: it lets running jobs finish)."""
+    return services.stop(settings, SERVICE_NAME, timeout=timeout)
