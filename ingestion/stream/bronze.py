@@ -20,7 +20,7 @@ from ingestion.cdc.contracts import (
     load_contracts,
 )
 from ingestion.cdc.parser import DEAD_LETTER_COLUMNS
-from ingestion.hoodie import TableConfig
+from ingestion.hoodie.config import TableConfig
 
 DATABASE = "bronze"
 DEAD_LETTER_TABLE = "dead_letter"
