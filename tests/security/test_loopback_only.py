@@ -1,0 +1,50 @@
+"""Every process the project starts listens on 127.0.0.1 only by default."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+
+import pytest
+
+from tests.security.listening_sockets import listeners, process_tree
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux only)")
+
+
+def _assert_loopback_only(pids: list[int], what: str) -> None:
+    found = listeners(pids)
+    assert found, f"{what}: no listening socket found at all (the detector sees nothing?)"
+    exposed = [f"{item.address}:{item.port} (pid {item.pid})" for item in found if not item.is_loopback]
+    assert not exposed, f"{what} listens beyond loopback: {', '.join(exposed)}"
+
+
+def test_detector_sees_a_wildcard_listener() -> None:
+    with socket.socket() as wildcard, socket.socket() as loopback:
+        wildcard.bind(("0.0.0.0", 0))
+        wildcard.listen()
+        loopback.bind(("127.0.0.1", 0))
+        loopback.listen()
+        found = {item.port: item for item in listeners([os.getpid()])}
+        assert not found[wildcard.getsockname()[1]].is_loopback
+        assert found[loopback.getsockname()[1]].is_loopback
+        with pytest.raises(AssertionError, match="listens beyond loopback"):
+            _assert_loopback_only([os.getpid()], "this test")
+
+
+def test_thrift_server_listens_on_loopback_only(thrift_server) -> None:
+    pid = thrift_server.pid()
+    assert pid is not None, "the managed Thrift server has no PID"
+    tree = process_tree(pid)
+    ports = {item.port for item in listeners(tree)}
+    assert thrift_server.port in ports, f"Thrift port {thrift_server.port} not among {sorted(ports)}"
+    _assert_loopback_only(tree, "the Thrift server")
+
+
+def test_ingestion_driver_listens_on_loopback_only(spark) -> None:
+    """The SparkSession the ingestion uses (``local_spark_session``): its JVM is our child."""
+    spark.range(10).count()  # make sure the block manager and driver RPC are up
+    jvm_tree = [pid for pid in process_tree(os.getpid()) if pid != os.getpid()]
+    assert jvm_tree, "no child JVM found for the SparkSession"
+    _assert_loopback_only(jvm_tree, "the ingestion Spark driver")
