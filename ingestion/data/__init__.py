@@ -1,0 +1,1 @@
+"""Data files shipped with the project (TICKIT dimension tables for the simulator)."""

@@ -1,0 +1,1 @@
+"""The real TICKIT dimension tables (see README.md for provenance)."""

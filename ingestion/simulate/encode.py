@@ -1,0 +1,206 @@
+"""Render simulated changes as Debezium JSON lines: envelope, schema-wrapped envelope, flattened.
+
+Value encodings follow each connector's defaults with ``decimal.handling.mode=double``
+(the reference pipeline): MySQL DATETIME -> epoch ms (``io.debezium.time.Timestamp``),
+PostgreSQL timestamp -> epoch us (``MicroTimestamp``), dates -> epoch days, MySQL
+``tinyint(1)`` booleans -> 0/1, other booleans -> true/false, decimals -> JSON numbers.
+Schema-wrapped lines (JsonConverter ``schemas.enable=true``) carry decimals as
+``precise`` base64 bytes with a ``Decimal`` schema instead.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+from typing import Any
+
+from ingestion.cdc.contracts import TableContract
+from ingestion.cdc.position import POSITION_FIELDS
+from ingestion.cdc.values import decimal_precision_scale, encode_unscaled_bytes
+
+ENVELOPE = "envelope"
+WRAPPED = "wrapped"
+FLATTENED = "flattened"
+SHAPES = (ENVELOPE, WRAPPED, FLATTENED)
+
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_DAY = dt.date(1970, 1, 1)
+_DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+def epoch_ms(value: dt.datetime) -> int:
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+def epoch_us(value: dt.datetime) -> int:
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+class RowEncoder:
+    """Encodes rows of one table the way its connector's Debezium connector does."""
+
+    def __init__(self, contract: TableContract):
+        self.contract = contract
+        self.connector = contract.connector
+        self.columns = contract.column_names
+        self._types = {c.name: c.type for c in contract.columns}
+        self._schema_json: str | None = None
+
+    def value(self, name: str, value: Any, precise: bool = False) -> Any:
+        if value is None:
+            return None
+        kind = self._types[name]
+        if kind == "timestamp":
+            return epoch_us(value) if self.connector == "postgres" else epoch_ms(value)
+        if kind == "date":
+            return (value - _EPOCH_DAY).days
+        if kind == "boolean":
+            return int(value) if self.connector == "mysql" else value
+        if isinstance(value, Decimal):
+            if precise:
+                return encode_unscaled_bytes(value, decimal_precision_scale(kind)[1])
+            return float(value)
+        return value
+
+    def encode_row(self, row: dict[str, Any] | None, precise: bool = False) -> dict[str, Any] | None:
+        if row is None:
+            return None
+        return {name: self.value(name, row[name], precise) for name in self.columns}
+
+    def schema_json(self) -> str:
+        """The JsonConverter schema of this table's envelope, serialized once."""
+        if self._schema_json is None:
+            self._schema_json = _DUMPS(self._schema())
+        return self._schema_json
+
+    def _field_schema(self, name: str) -> dict[str, Any]:
+        kind = self._types[name]
+        optional = name not in self.contract.primary_key
+        spec: dict[str, Any] = {"optional": optional, "field": name}
+        if kind == "int":
+            spec["type"] = "int32"
+        elif kind == "bigint":
+            spec["type"] = "int64"
+        elif kind == "string":
+            spec["type"] = "string"
+        elif kind == "double":
+            spec["type"] = "double"
+        elif kind == "boolean":
+            spec["type"] = "int16" if self.connector == "mysql" else "boolean"
+        elif kind == "date":
+            spec.update(type="int32", name="io.debezium.time.Date", version=1)
+        elif kind == "timestamp":
+            logical = (
+                "io.debezium.time.MicroTimestamp" if self.connector == "postgres" else "io.debezium.time.Timestamp"
+            )
+            spec.update(type="int64", name=logical, version=1)
+        else:
+            precision, scale = decimal_precision_scale(kind)
+            spec.update(
+                type="bytes",
+                name="org.apache.kafka.connect.data.Decimal",
+                version=1,
+                parameters={"scale": str(scale), "connect.decimal.precision": str(precision)},
+            )
+        return spec
+
+    def _schema(self) -> dict[str, Any]:
+        value_name = f"{SERVER_PREFIX}.{self.contract.system}.{self.contract.name}.Value"
+        row_fields = [self._field_schema(name) for name in self.columns]
+        source_fields = [
+            {"type": "string", "optional": False, "field": "version"},
+            {"type": "string", "optional": False, "field": "connector"},
+            {"type": "string", "optional": False, "field": "name"},
+            {"type": "int64", "optional": False, "field": "ts_ms"},
+            {
+                "type": "string",
+                "optional": True,
+                "name": "io.debezium.data.Enum",
+                "version": 1,
+                "parameters": {
+                    "allowed": "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
+                },
+                "default": "false",
+                "field": "snapshot",
+            },
+            {"type": "string", "optional": False, "field": "db"},
+            {"type": "string", "optional": True, "field": "schema"},
+            {"type": "string", "optional": False, "field": "table"},
+        ]
+        position_types = {
+            "lsn": "int64", "txId": "int64", "xmin": "int64", "file": "string", "pos": "int64", "row": "int32",
+            "server_id": "int64", "gtid": "string", "thread": "int64", "change_lsn": "string",
+            "commit_lsn": "string", "event_serial_no": "int64",
+        }  # fmt: skip
+        extra = {"postgres": ("txId", "lsn", "xmin"), "mysql": ("server_id", "gtid", "file", "pos", "row", "thread"),
+                 "sqlserver": ("change_lsn", "commit_lsn", "event_serial_no")}[self.connector]  # fmt: skip
+        source_fields += [{"type": position_types[f], "optional": True, "field": f} for f in extra]
+        return {
+            "type": "struct",
+            "fields": [
+                {"type": "struct", "fields": row_fields, "optional": True, "name": value_name, "field": "before"},
+                {"type": "struct", "fields": row_fields, "optional": True, "name": value_name, "field": "after"},
+                {
+                    "type": "struct",
+                    "fields": source_fields,
+                    "optional": False,
+                    "name": "io.debezium.connector.source",
+                    "field": "source",
+                },
+                {"type": "string", "optional": False, "field": "op"},
+                {"type": "int64", "optional": True, "field": "ts_ms"},
+            ],
+            "optional": False,
+            "name": f"{SERVER_PREFIX}.{self.contract.system}.{self.contract.name}.Envelope",
+        }
+
+    def render(
+        self,
+        shape: str,
+        op: str,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+        source: dict[str, Any],
+        ts_ms: int,
+    ) -> bytes:
+        """One landing line (no newline) for a change in the given shape."""
+        if shape == FLATTENED:
+            return _DUMPS(self._flattened(op, before, after, source)).encode("utf-8")
+        precise = shape == WRAPPED
+        payload = {
+            "before": self.encode_row(before, precise),
+            "after": self.encode_row(after, precise),
+            "source": source,
+            "op": op,
+            "ts_ms": ts_ms,
+            "transaction": None,
+        }
+        if op == "t":
+            del payload["before"], payload["after"]
+        if shape == WRAPPED:
+            return ('{"schema":' + self.schema_json() + ',"payload":' + _DUMPS(payload) + "}").encode("utf-8")
+        return _DUMPS(payload).encode("utf-8")
+
+    def _flattened(self, op: str, before, after, source: dict[str, Any]) -> dict[str, Any]:
+        image = before if op == "d" else after
+        record: dict[str, Any] = {} if op == "t" else self.encode_row(image)
+        if op != "t":
+            record["__deleted"] = "true" if op == "d" else "false"
+        record["__op"] = op
+        record["__name"] = source["name"]
+        record["__db"] = source["db"]
+        if "schema" in source:
+            record["__schema"] = source["schema"]
+        record["__table"] = source["table"]
+        record["__source_ts_ms"] = source["ts_ms"]
+        for name in POSITION_FIELDS[self.connector]:
+            record["__" + name] = source.get(name)
+        if self.connector == "mysql":
+            record["__gtid"] = source.get("gtid")
+        return record
+
+
+SERVER_PREFIX = "tickit"
