@@ -25,6 +25,8 @@ def rollback_pending(table: HoodieTable) -> list[str]:
     The order makes recovery itself crash-safe: until the instant files go, the next open retries.
     """
     rolled_back = []
+    for stale in table.meta_dir.glob(".*.tmp"):  # a timeline write torn before its rename
+        stale.unlink(missing_ok=True)
     pending = [i for i in table.timeline.pending() if i.action in COMMIT_ACTIONS]
     if not pending:
         return rolled_back
