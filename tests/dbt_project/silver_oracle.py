@@ -1,0 +1,86 @@
+"""Compare silver relations with an oracle of live rows, row by row, through a Thrift server.
+
+Silver renames source columns (``salesid`` -> ``sale_id``); ``SILVER_COLUMNS`` is that
+mapping, restated here independently of the SQL so a wrong rename in a model fails the
+comparison.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+from ingestion import thrift
+
+#: table -> (silver relation, {source column: silver column}), primary key first.
+SILVER_COLUMNS: dict[str, tuple[str, dict[str, str]]] = {
+    "date": ("dates", {"dateid": "date_id", "caldate": "calendar_date", "day": "day_of_week",
+                       "week": "week_of_year", "month": "month_name", "qtr": "quarter", "year": "year",
+                       "holiday": "is_holiday"}),
+    "listing": ("listings", {"listid": "listing_id", "sellerid": "seller_id", "eventid": "event_id",
+                             "dateid": "date_id", "numtickets": "num_tickets", "priceperticket": "price_per_ticket",
+                             "totalprice": "total_price", "listtime": "list_time"}),
+    "sale": ("sales", {"salesid": "sale_id", "listid": "listing_id", "sellerid": "seller_id",
+                       "buyerid": "buyer_id", "eventid": "event_id", "dateid": "date_id", "qtysold": "qty_sold",
+                       "pricepaid": "price_paid", "commission": "commission", "saletime": "sale_time"}),
+    "category": ("categories", {"catid": "category_id", "catgroup": "category_group", "catname": "category_name",
+                                "catdesc": "category_description"}),
+    "event": ("events", {"eventid": "event_id", "venueid": "venue_id", "catid": "category_id", "dateid": "date_id",
+                         "eventname": "event_name", "starttime": "start_time"}),
+    "venue": ("venues", {"venueid": "venue_id", "venuename": "venue_name", "venuecity": "venue_city",
+                         "venuestate": "venue_state", "venueseats": "venue_seats"}),
+    "user": ("users", {"userid": "user_id", "username": "username", "firstname": "first_name",
+                       "lastname": "last_name", "city": "city", "state": "state", "email": "email", "phone": "phone",
+                       **{f"like{x}": f"likes_{x}" for x in ("sports", "theatre", "concerts", "jazz", "classical",
+                                                             "opera", "rock", "vegas", "broadway", "musicals")}}),
+}
+
+
+def normalize(value: object) -> object:
+    """One comparable form for values coming back from PyHive or from Python rows."""
+    if isinstance(value, Decimal):
+        return value.quantize(Decimal("0.01")) if value.as_tuple().exponent >= -2 else value
+    if isinstance(value, dt.datetime):
+        return value.replace(tzinfo=None).isoformat(sep=" ")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, str):
+        # PyHive returns timestamps as strings: '2008-01-01 00:00:00' (maybe with fraction).
+        if len(value) >= 19 and value[4:5] == "-" and value[10:11] == " " and value[13:14] == ":":
+            return value[:19] if value[19:].strip(".0") == "" else value
+    return value
+
+
+def silver_rows(host: str, port: int, table: str, schema: str = "silver") -> dict[tuple, dict]:
+    """Rows of the silver relation of `table`, keyed by primary key, with source column names."""
+    relation, columns = SILVER_COLUMNS[table]
+    select = ", ".join(f"{silver} as `{source}`" for source, silver in columns.items())
+    rows = thrift.run_sql(host, port, f"select {select} from {schema}.{relation}")
+    names = list(columns)
+    out: dict[tuple, dict] = {}
+    for row in rows:
+        record = {n: normalize(v) for n, v in zip(names, row, strict=True)}
+        key = (record[names[0]],)
+        if key in out:
+            raise AssertionError(f"silver.{relation}: duplicate key {key}")
+        out[key] = record
+    return out
+
+
+def oracle_rows(live: dict[tuple, dict], table: str) -> dict[tuple, dict]:
+    """Oracle live rows normalized like silver_rows (source column names)."""
+    _, columns = SILVER_COLUMNS[table]
+    return {tuple(normalize(k) for k in key): {c: normalize(row.get(c)) for c in columns} for key, row in live.items()}
+
+
+def differences(actual: dict[tuple, dict], expected: dict[tuple, dict], limit: int = 5) -> list[str]:
+    """Human-readable differences (missing, unexpected, changed keys), at most `limit` of each."""
+    missing = sorted(set(expected) - set(actual))[:limit]
+    extra = sorted(set(actual) - set(expected))[:limit]
+    changed = [k for k in sorted(set(actual) & set(expected)) if actual[k] != expected[k]][:limit]
+    out = [f"missing key {k}: {expected[k]}" for k in missing]
+    out += [f"unexpected key {k}: {actual[k]}" for k in extra]
+    for k in changed:
+        diff = {c: (actual[k][c], expected[k][c]) for c in expected[k] if actual[k][c] != expected[k][c]}
+        out.append(f"key {k} differs (silver, oracle): {diff}")
+    return out
