@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -111,9 +112,17 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
             syncer.close()
     error = query.exception()
     if error is not None:
-        raise IngestError(f"the streaming query failed: {str(error).splitlines()[0]}",
-                          "rerun with --verbose; the checkpoint is intact, a restart resumes the batch")
+        raise IngestError(f"the streaming query failed: {root_cause(str(error))}",
+                          "the checkpoint is intact: a restart resumes the failed batch; --verbose for details")
     return IngestSummary(checkpoint, processor.reports)
+
+
+def root_cause(message: str) -> str:
+    """The innermost Python error line of a streaming query failure, else its first line."""
+    lines = [line.strip() for line in message.replace("\\n", "\n").splitlines()]
+    python_errors = [line for line in lines if re.match(r"^[A-Za-z_.]*(Error|Exception)\b.*: ", line)
+                     and not line.startswith(("org.", "java.", "py4j", "sorg"))]
+    return python_errors[-1] if python_errors else (lines[0] if lines else message)
 
 
 def _wait(query, timeout_seconds: float | None, stop_event: threading.Event | None) -> None:

@@ -22,6 +22,9 @@ from pyspark.sql import DataFrame, SparkSession
 #: Kafka Connect S3 sink file names end with this suffix.
 LANDING_GLOB = "*.json"
 
+#: The fixed schema of Spark's binaryFile source (a streaming source needs it up front).
+BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length bigint, content binary"
+
 #: Schema of the split lines (one row per landed line).
 LINES_SCHEMA = "landing_file string, line_index int, raw binary"
 
@@ -35,6 +38,7 @@ def landing_stream(spark: SparkSession, landing: str, *, max_files_per_trigger: 
     """A streaming DataFrame of landed files: ``path``, ``length``, ``content``."""
     reader = (
         spark.readStream.format("binaryFile")
+        .schema(BINARY_FILE_SCHEMA)
         .option("pathGlobFilter", LANDING_GLOB)
         .option("recursiveFileLookup", "true")
     )

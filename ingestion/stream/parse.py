@@ -1,22 +1,17 @@
-"""Lines -> bronze rows, tombstones and dead letters, in Arrow batches on the executors.
+"""Lines -> bronze rows, tombstones and dead letters, as Arrow tables built in Python workers.
 
 Each landed line is classified by the project's Debezium parser
 (``ingestion.cdc.parser.parse_line``), the single implementation of the bronze contract,
-inside a ``mapInArrow`` over batches of lines: parsing runs in parallel Python workers
-and the results travel as Arrow columns, never as Python rows through the JVM.
-
-The output is one wide schema shared by every kind of line, so a batch is parsed in a
-single pass and routed afterwards with column selections:
-
-* ``_kind``: ``event`` | ``dead`` | ``tombstone``; ``_table``: the bronze table;
-* the bronze metadata columns (``_cdc_*``), shared by every table;
-* ``<table>__<column>``: the typed contract columns of each table (null for other tables);
-* ``_extra_json``: schema drift, the columns the contract does not know (a JSON object);
-* ``dl__<column>``: the dead-letter row (``dead_letter_id`` + ``DEAD_LETTER_COLUMNS``).
+inside a ``mapInArrow`` over batches of lines, so parsing runs in parallel Python
+workers. Their output is compact: one row per (table, worker batch) holding the rows as
+an Arrow IPC stream (``payload``), already in the bronze table's schema. The driver
+collects these few blobs and hands per-table Arrow tables to the Hudi writer; no wide
+union schema and no per-value conversion through the JVM.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import hashlib
 import json
@@ -27,47 +22,25 @@ import pyarrow as pa
 from ingestion.cdc.contracts import BRONZE_METADATA_COLUMNS, TableContract, topic_map
 from ingestion.cdc.landing import LandingPathError, parse_landing_path
 from ingestion.cdc.parser import UNKNOWN_TOPIC, BronzeEvent, DeadLetter, Tombstone, parse_line
-from ingestion.stream.bronze import DEAD_LETTER_KEY, DEAD_LETTER_TABLE_COLUMNS, arrow_type, bronze_contracts
+from ingestion.stream.bronze import (
+    DEAD_LETTER_KEY,
+    DEAD_LETTER_TABLE,
+    DEAD_LETTER_TABLE_COLUMNS,
+    arrow_schema,
+    bronze_contracts,
+)
 
-KIND, TABLE, EXTRA = "_kind", "_table", "_extra_json"
-EVENT, DEAD, TOMBSTONE = "event", "dead", "tombstone"
-DEAD_PREFIX = "dl__"
+EVENT, DEAD, TOMBSTONE, FILES = "event", "dead", "tombstone", "files"
 
-
-def table_column(table: str, column: str) -> str:
-    return f"{table}__{column}"
-
-
-def dead_column(column: str) -> str:
-    return DEAD_PREFIX + column
-
-
-def parsed_schema(contracts: dict[str, TableContract] | None = None) -> pa.Schema:
-    """The wide Arrow schema of parsed lines (see the module docstring)."""
-    contracts = contracts or bronze_contracts()
-    fields = [pa.field(KIND, pa.string()), pa.field(TABLE, pa.string())]
-    fields += [pa.field(name, arrow_type(kind)) for name, kind in BRONZE_METADATA_COLUMNS]
-    for contract in contracts.values():
-        fields += [pa.field(table_column(contract.name, c.name), arrow_type(c.type)) for c in contract.columns]
-    fields.append(pa.field(EXTRA, pa.string()))
-    fields += [pa.field(dead_column(name), arrow_type(kind)) for name, kind in DEAD_LETTER_TABLE_COLUMNS]
-    return pa.schema(fields)
-
-
-def spark_ddl(schema: pa.Schema) -> str:
-    """The Spark DDL string of an Arrow schema made of contract types."""
-    names = {
-        pa.int32(): "int", pa.int64(): "bigint", pa.string(): "string", pa.float64(): "double",
-        pa.bool_(): "boolean", pa.date32(): "date", pa.timestamp("us"): "timestamp",
-    }
-    parts = []
-    for field in schema:
-        if pa.types.is_decimal(field.type):
-            kind = f"decimal({field.type.precision},{field.type.scale})"
-        else:
-            kind = names[field.type]
-        parts.append(f"`{field.name}` {kind}")
-    return ", ".join(parts)
+#: Schema of the mapInArrow output: one row per (kind, table) chunk of a worker batch.
+CHUNKS_SCHEMA = pa.schema([
+    pa.field("kind", pa.string()),
+    pa.field("table_name", pa.string()),
+    pa.field("rows", pa.int64()),
+    pa.field("oldest_source_ts", pa.timestamp("us")),
+    pa.field("payload", pa.binary()),
+])
+CHUNKS_DDL = "kind string, table_name string, rows bigint, oldest_source_ts timestamp, payload binary"
 
 
 def dead_letter_id(topic: str | None, raw_line: str) -> str:
@@ -75,23 +48,38 @@ def dead_letter_id(topic: str | None, raw_line: str) -> str:
     return hashlib.sha256(f"{topic or ''}\n{raw_line}".encode()).hexdigest()[:32]
 
 
+def to_ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def from_ipc(payload: bytes) -> pa.Table:
+    return pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
+
+
+def _drift_text(value) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
 class LineParser:
-    """Parses batches of (landing_file, line_index, raw) lines into the wide schema."""
+    """Parses batches of (landing_file, line_index, raw) lines into per-table Arrow tables."""
 
     def __init__(self, ingested_at: dt.datetime):
         self.ingested_at = ingested_at
-        self.contracts = bronze_contracts()
+        self.contracts: dict[str, TableContract] = bronze_contracts()
         self.topics = topic_map()
-        self.schema = parsed_schema(self.contracts)
-        self._meta_names = [name for name, _ in BRONZE_METADATA_COLUMNS]
+        self.schemas = {name: arrow_schema(c.bronze_columns) for name, c in self.contracts.items()}
+        self.dead_schema = arrow_schema(DEAD_LETTER_TABLE_COLUMNS)
 
-    def parse_batch(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+    def parse(self, files: list[str], indexes: list[int], raws: list[bytes]
+              ) -> tuple[dict[str, list[BronzeEvent]], list[DeadLetter], int]:
         events: dict[str, list[BronzeEvent]] = {}
         dead: list[DeadLetter] = []
         tombstones = 0
-        files = batch.column("landing_file").to_pylist()
-        indexes = batch.column("line_index").to_pylist()
-        raws = batch.column("raw").to_pylist()
         landing_cache: dict[str, object] = {}
         for landing_file, index, raw in zip(files, indexes, raws, strict=True):
             where = landing_cache.get(landing_file)
@@ -114,61 +102,80 @@ class LineParser:
                 dead.append(result)
             elif isinstance(result, Tombstone):
                 tombstones += 1
-        for table, table_events in events.items():
-            yield self._event_batch(table, table_events)
-        if dead:
-            yield self._dead_batch(dead)
-        if tombstones:
-            yield self._filled_batch(tombstones, {KIND: pa.array([TOMBSTONE] * tombstones, pa.string())})
+        return events, dead, tombstones
 
     def _bad_path(self, raw: bytes, landing_file: str, index: int, message: str) -> DeadLetter:
         try:
             text, is_b64 = raw.decode("utf-8"), False
         except UnicodeDecodeError:
-            import base64
-
             text, is_b64 = base64.b64encode(raw).decode("ascii"), True
         return DeadLetter(UNKNOWN_TOPIC, message, text, is_b64, None, None, index, landing_file,
                           self.ingested_at, None)
 
-    def _filled_batch(self, length: int, columns: dict[str, pa.Array]) -> pa.RecordBatch:
-        arrays = [columns.get(f.name) if f.name in columns else pa.nulls(length, f.type) for f in self.schema]
-        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
-
-    def _event_batch(self, table: str, events: list[BronzeEvent]) -> pa.RecordBatch:
-        count = len(events)
+    def event_table(self, table: str, events: list[BronzeEvent]) -> pa.Table:
+        """The bronze rows of ``table`` (contract columns, drift columns as text, metadata)."""
+        schema = self.schemas[table]
         rows = [e.row for e in events]
-        columns: dict[str, pa.Array] = {
-            KIND: pa.array([EVENT] * count, pa.string()),
-            TABLE: pa.array([table] * count, pa.string()),
-        }
-        for name in self._meta_names:
-            columns[name] = pa.array([r[name] for r in rows], self.schema.field(name).type)
-        for column in self.contracts[table].columns:
-            out = table_column(table, column.name)
-            columns[out] = pa.array([r[column.name] for r in rows], self.schema.field(out).type)
-        if any(e.extra_columns for e in events):
-            columns[EXTRA] = pa.array(
-                [json.dumps(e.extra_columns, sort_keys=True) if e.extra_columns else None for e in events],
-                pa.string(),
-            )
-        return self._filled_batch(count, columns)
+        arrays = [pa.array([r[f.name] for r in rows], f.type) for f in schema]
+        fields = list(schema)
+        drift_names = sorted({k for e in events for k in e.extra_columns if _safe_name(k)})
+        if drift_names:
+            contract_count = len(self.contracts[table].columns)
+            for offset, name in enumerate(drift_names):
+                values = [_drift_text(e.extra_columns.get(name)) for e in events]
+                arrays.insert(contract_count + offset, pa.array(values, pa.string()))
+                fields.insert(contract_count + offset, pa.field(name, pa.string()))
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
-    def _dead_batch(self, dead: list[DeadLetter]) -> pa.RecordBatch:
-        count = len(dead)
+    def dead_table(self, dead: list[DeadLetter]) -> pa.Table:
         rows = [d.as_row() for d in dead]
-        columns: dict[str, pa.Array] = {KIND: pa.array([DEAD] * count, pa.string())}
-        columns[dead_column(DEAD_LETTER_KEY)] = pa.array(
-            [dead_letter_id(d.topic, d.raw_line) for d in dead], pa.string()
+        for d, row in zip(dead, rows, strict=True):
+            row[DEAD_LETTER_KEY] = dead_letter_id(d.topic, d.raw_line)
+        return pa.Table.from_arrays([pa.array([r[f.name] for r in rows], f.type) for f in self.dead_schema],
+                                    schema=self.dead_schema)
+
+    def chunks(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """Parse one batch of lines into the compact chunk rows (see the module docstring)."""
+        files, raws = batch.column("landing_file").to_pylist(), batch.column("raw").to_pylist()
+        events, dead, tombstones = self.parse(files, batch.column("line_index").to_pylist(), raws)
+        file_bytes: dict[str, int] = {}
+        for landing_file, raw in zip(files, raws, strict=True):
+            file_bytes[landing_file] = file_bytes.get(landing_file, 0) + len(raw) + 1
+        kinds, tables, counts, oldest, payloads = [FILES], [None], [0], [None], [json.dumps(file_bytes).encode()]
+        for table, table_events in events.items():
+            kinds.append(EVENT)
+            tables.append(table)
+            counts.append(len(table_events))
+            oldest.append(min(e.row["_cdc_source_ts"] for e in table_events))
+            payloads.append(to_ipc(self.event_table(table, table_events)))
+        if dead:
+            kinds.append(DEAD)
+            tables.append(DEAD_LETTER_TABLE)
+            counts.append(len(dead))
+            oldest.append(None)
+            payloads.append(to_ipc(self.dead_table(dead)))
+        if tombstones:
+            kinds.append(TOMBSTONE)
+            tables.append(None)
+            counts.append(tombstones)
+            oldest.append(None)
+            payloads.append(None)
+        return pa.RecordBatch.from_arrays(
+            [pa.array(kinds, pa.string()), pa.array(tables, pa.string()), pa.array(counts, pa.int64()),
+             pa.array(oldest, pa.timestamp("us")), pa.array(payloads, pa.binary())],
+            schema=CHUNKS_SCHEMA,
         )
-        for name, _ in DEAD_LETTER_TABLE_COLUMNS[1:]:
-            out = dead_column(name)
-            columns[out] = pa.array([r[name] for r in rows], self.schema.field(out).type)
-        return self._filled_batch(count, columns)
+
+
+def _safe_name(name: str) -> bool:
+    """Drift columns become bronze columns: only plain identifiers are carried."""
+    metadata = {n for n, _ in BRONZE_METADATA_COLUMNS}
+    return name.isidentifier() and name.isascii() and not name.startswith("_hoodie") and name not in metadata
 
 
 def parse_partition(batches: Iterator[pa.RecordBatch], ingested_at: dt.datetime) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body."""
     parser = LineParser(ingested_at)
     for batch in batches:
-        yield from parser.parse_batch(batch)
+        if batch.num_rows:
+            yield parser.chunks(batch)
