@@ -154,7 +154,8 @@ class SparkEngine:
         need_index = ctx.operation in ("upsert", "delete") or drop_duplicates
         if need_index and latest_list:
             index = (
-                spark.read.parquet(*[bf.path for bf in latest_list])
+                spark.read.option("mergeSchema", "false")
+                .parquet(*[bf.path for bf in latest_list])
                 .select(
                     F.col(RECORD_KEY),
                     F.col(PARTITION_PATH),

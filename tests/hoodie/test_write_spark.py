@@ -1,0 +1,76 @@
+"""Spark-driven writes (executors write the files), judged by hudi-rs against the Python oracle."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+
+from ingestion.hoodie import HoodieTable, TableConfig
+from tests.hoodie.data import DATA_COLUMNS, SCHEMA, make_row, to_table
+from tests.hoodie.judge import EPOCH, Oracle, hudi_commits, hudi_incremental, hudi_snapshot, project
+from tests.hoodie.test_write_arrow import _scenario
+
+
+def _df(spark, rows: list[dict]):
+    schema = SCHEMA
+    if any("_hoodie_is_deleted" in r for r in rows):
+        rows = [{**r, "_hoodie_is_deleted": bool(r.get("_hoodie_is_deleted"))} for r in rows]
+        schema = SCHEMA.append(pa.field("_hoodie_is_deleted", pa.bool_()))
+    # Several input partitions, so several tasks write and merge at once.
+    return spark.createDataFrame(to_table(rows, schema)).repartition(3)
+
+
+@pytest.mark.parametrize("partition_fields", [("region", "day"), ()], ids=["hive_multi_level", "non_partitioned"])
+def test_spark_writes_match_the_oracle(spark, tmp_path, partition_fields):
+    rng = random.Random(f"spark-{partition_fields}")
+    cfg = TableConfig(name="things", record_key_fields=("id", "name"), precombine_field="seq",
+                      partition_fields=partition_fields)
+    table = HoodieTable.create_or_open(tmp_path / "things", cfg)
+    oracle = Oracle(("id", "name"), partition_fields, "seq")
+    instants = []
+    with table.writer(small_file_bytes=2 * 1024 * 1024) as writer:
+        for operation, rows, drop in _scenario(rng):
+            instant = writer.write(_df(spark, rows), operation=operation, drop_duplicates=drop)
+            assert instant is not None
+            oracle.apply(instant, rows, operation, drop)
+            instants.append(instant)
+    assert hudi_commits(table.base_path) == instants
+    assert project(hudi_snapshot(table.base_path), DATA_COLUMNS) == project(oracle.snapshot(), DATA_COLUMNS)
+    for instant in instants:
+        got = project(hudi_snapshot(table.base_path, as_of=instant), DATA_COLUMNS)
+        assert got == project(oracle.snapshot(instant), DATA_COLUMNS), f"time travel as of {instant}"
+    for start, end in zip([EPOCH, *instants], instants, strict=False):
+        got = project(hudi_incremental(table.base_path, start, end), DATA_COLUMNS)
+        assert got == project(oracle.incremental(start, end), DATA_COLUMNS), f"incremental ({start}, {end}]"
+
+
+def test_spark_bulk_insert_splits_files_and_commits_every_task(spark, tmp_path):
+    rng = random.Random(3)
+    cfg = TableConfig(name="bulk", record_key_fields=("id",), partition_fields=("day",))
+    table = HoodieTable.create_or_open(tmp_path / "bulk", cfg)
+    rows = [make_row(rng, k, k) for k in range(600)]
+    with table.writer() as writer:
+        instant = writer.write(_df(spark, rows), operation="bulk_insert")
+    stats = [s for v in table.commit_metadata(instant)["partitionToWriteStats"].values() for s in v]
+    assert len(stats) == 6  # 3 tasks x 2 days
+    assert sum(s["numWrites"] for s in stats) == 600
+    assert project(hudi_snapshot(table.base_path), DATA_COLUMNS) == project(rows, DATA_COLUMNS)
+    tokens = {bf.write_token for bf in table.latest_base_files()}
+    assert len(tokens) == 3 and all(t.count("-") == 2 for t in tokens)
+
+
+def test_spark_and_arrow_inputs_agree_on_keys(spark, tmp_path):
+    """The same rows through both engines give the same record keys and partition paths."""
+    rng = random.Random(4)
+    rows = [make_row(rng, k, k) for k in range(30)]
+    cfg = TableConfig(name="k", record_key_fields=("id", "ts", "amount"), partition_fields=("day", "active"))
+    got = []
+    for name, data in (("arrow", to_table(rows)), ("spark", _df(spark, rows))):
+        table = HoodieTable.create_or_open(tmp_path / name, cfg)
+        with table.writer() as writer:
+            writer.write(data, operation="insert")
+        got.append(sorted((r["_hoodie_record_key"], r["_hoodie_partition_path"]) for r in hudi_snapshot(table.base_path)))
+    assert got[0] == got[1]
+    assert any("active=__HIVE_DEFAULT_PARTITION__" in p for _, p in got[0])
