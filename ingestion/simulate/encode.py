@@ -48,6 +48,37 @@ class RowEncoder:
         self.columns = contract.column_names
         self._types = {c.name: c.type for c in contract.columns}
         self._schema_json: str | None = None
+        self._key = contract.primary_key[0]
+        self._converters = [(name, self._converter(self._types[name])) for name in self.columns]
+        #: primary key -> (row, its JSON text): rows are never mutated, so identity means "same version"
+        self._text_cache: dict[Any, tuple[dict[str, Any], str]] = {}
+
+    def _converter(self, kind: str):
+        if kind == "timestamp":
+            return epoch_us if self.connector == "postgres" else epoch_ms
+        if kind == "date":
+            return lambda value: (value - _EPOCH_DAY).days
+        if kind == "boolean" and self.connector == "mysql":
+            return int
+        if kind.startswith("decimal"):
+            return float
+        return None
+
+    def row_text(self, row: dict[str, Any] | None) -> str:
+        """The row as the JSON object Debezium writes (double decimal mode), cached per row version."""
+        if row is None:
+            return "null"
+        key = row[self._key]
+        cached = self._text_cache.get(key)
+        if cached is not None and cached[0] is row:
+            return cached[1]
+        values = {}
+        for name, convert in self._converters:
+            value = row[name]
+            values[name] = value if value is None or convert is None else convert(value)
+        text = _DUMPS(values)
+        self._text_cache[key] = (row, text)
+        return text
 
     def value(self, name: str, value: Any, precise: bool = False) -> Any:
         if value is None:
@@ -168,39 +199,41 @@ class RowEncoder:
     ) -> bytes:
         """One landing line (no newline) for a change in the given shape."""
         if shape == FLATTENED:
-            return _DUMPS(self._flattened(op, before, after, source)).encode("utf-8")
-        precise = shape == WRAPPED
-        payload = {
-            "before": self.encode_row(before, precise),
-            "after": self.encode_row(after, precise),
-            "source": source,
-            "op": op,
-            "ts_ms": ts_ms,
-            "transaction": None,
-        }
-        if op == "t":
-            del payload["before"], payload["after"]
+            return self._flattened(op, before, after, source).encode("utf-8")
         if shape == WRAPPED:
+            payload = {
+                "before": self.encode_row(before, True),
+                "after": self.encode_row(after, True),
+                "source": source,
+                "op": op,
+                "ts_ms": ts_ms,
+                "transaction": None,
+            }
+            if op == "t":
+                del payload["before"], payload["after"]
             return ('{"schema":' + self.schema_json() + ',"payload":' + _DUMPS(payload) + "}").encode("utf-8")
-        return _DUMPS(payload).encode("utf-8")
+        rows = "" if op == "t" else f'"before":{self.row_text(before)},"after":{self.row_text(after)},'
+        text = f'{{{rows}"source":{_DUMPS(source)},"op":"{op}","ts_ms":{ts_ms},"transaction":null}}'
+        return text.encode("utf-8")
 
-    def _flattened(self, op: str, before, after, source: dict[str, Any]) -> dict[str, Any]:
-        image = before if op == "d" else after
-        record: dict[str, Any] = {} if op == "t" else self.encode_row(image)
+    def _flattened(self, op: str, before, after, source: dict[str, Any]) -> str:
+        meta: dict[str, Any] = {}
         if op != "t":
-            record["__deleted"] = "true" if op == "d" else "false"
-        record["__op"] = op
-        record["__name"] = source["name"]
-        record["__db"] = source["db"]
+            meta["__deleted"] = "true" if op == "d" else "false"
+        meta["__op"] = op
+        meta["__name"] = source["name"]
+        meta["__db"] = source["db"]
         if "schema" in source:
-            record["__schema"] = source["schema"]
-        record["__table"] = source["table"]
-        record["__source_ts_ms"] = source["ts_ms"]
+            meta["__schema"] = source["schema"]
+        meta["__table"] = source["table"]
+        meta["__source_ts_ms"] = source["ts_ms"]
         for name in POSITION_FIELDS[self.connector]:
-            record["__" + name] = source.get(name)
+            meta["__" + name] = source.get(name)
         if self.connector == "mysql":
-            record["__gtid"] = source.get("gtid")
-        return record
+            meta["__gtid"] = source.get("gtid")
+        if op == "t":
+            return _DUMPS(meta)
+        return self.row_text(before if op == "d" else after)[:-1] + "," + _DUMPS(meta)[1:]
 
 
 SERVER_PREFIX = "tickit"

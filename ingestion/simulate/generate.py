@@ -107,6 +107,19 @@ COMMISSION_RATE = Decimal("0.15")
 CENT = Decimal("0.01")
 
 
+_USERNAME_ALPHABET = string.ascii_uppercase + string.digits
+_LIKE_VALUES = (True, False, None, None)  # TICKIT's preference flags are often unknown
+
+
+def _username(bits: int) -> str:
+    """Eight upper-case letters/digits (TICKIT's CHAR(8) usernames) from random bits."""
+    chars = []
+    for _ in range(8):
+        bits, index = divmod(bits, 36)
+        chars.append(_USERNAME_ALPHABET[index])
+    return "".join(chars)
+
+
 def money(value: Decimal) -> Decimal:
     return value.quantize(CENT, rounding=ROUND_HALF_UP)
 
@@ -155,7 +168,7 @@ class Generator:
         city, state = rng.choice(self.places)
         row = {
             "userid": userid,
-            "username": "".join(rng.choice(string.ascii_uppercase + string.digits) for _ in range(8)),
+            "username": _username(rng.getrandbits(41)),
             "firstname": first,
             "lastname": last,
             "city": city,
@@ -163,8 +176,10 @@ class Generator:
             "email": f"{first}.{last}{userid}@{rng.choice(DOMAINS)}".lower(),
             "phone": self.phone(rng),
         }
+        bits = rng.getrandbits(2 * len(LIKE_COLUMNS))
         for column in LIKE_COLUMNS:
-            row[column] = rng.choice((True, False, None))
+            row[column] = _LIKE_VALUES[bits & 3]
+            bits >>= 2
         return row
 
     @staticmethod

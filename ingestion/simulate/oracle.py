@@ -89,6 +89,12 @@ class SegmentEncoder:
     def header(self) -> bytes:
         return (_DUMPS(self.names) + "\n").encode("utf-8")
 
+    def fragment(self, values: list[Any]) -> str:
+        """The JSON array interior of already-ordered values (encoded in place)."""
+        for index, encode in self._encoders:
+            values[index] = encode(values[index])
+        return _DUMPS(values)[1:-1]
+
     def line(self, row: dict[str, Any]) -> bytes:
         values = [row[name] for name in self.names]
         for index, encode in self._encoders:

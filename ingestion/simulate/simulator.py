@@ -39,7 +39,6 @@ from ingestion.simulate.oracle import (
     SegmentEncoder,
     dead_letter_record,
     decode_segment,
-    encode_segment,
     event_columns,
     live_columns,
     read_manifest,
@@ -48,6 +47,9 @@ from ingestion.simulate.sink import SinkWriter
 from ingestion.simulate.storage import Storage, open_storage
 
 log = logging.getLogger(__name__)
+_DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+#: The connector's own transaction id field (the parser's ``_cdc_tx_id`` rule).
+TX_ID_FIELD = {"postgres": "txId", "mysql": "gtid", "sqlserver": "commit_lsn"}
 
 FORMATS = ("envelope", "flattened", "mixed")
 #: Full TICKIT sizes of the synthetic tables (scale 1.0).
@@ -131,6 +133,7 @@ class Simulation:
         self.contracts: dict[str, TableContract] = load_contracts()
         self.encoders = {name: RowEncoder(c) for name, c in self.contracts.items()}
         self.topics = {name: c.topics[0] for name, c in self.contracts.items()}
+        self.column_names = {name: c.column_names for name, c in self.contracts.items()}
         if options.reset:
             self._reset()
         manifest = read_manifest(self.storage)
@@ -169,6 +172,8 @@ class Simulation:
         self.recent: dict[str, collections.deque] = {name: collections.deque(maxlen=64) for name in LOG_CLASSES}
         self.oracle_lines: dict[str, list[bytes]] = {name: [] for name in TABLES}
         self.event_encoders = {name: SegmentEncoder(event_columns(name)) for name in TABLES}
+        self.live_encoders = {name: SegmentEncoder(live_columns(name)) for name in TABLES}
+        self.fragment_cache: dict[str, dict[Any, tuple[dict[str, Any], str]]] = {name: {} for name in TABLES}
         self.dead_letters: list[dict[str, Any]] = []
         self.summary = RunSummary(
             run=self.run,
@@ -284,25 +289,34 @@ class Simulation:
             self.sink.append(topic, partition, b"null", ts_ms)
             self.summary.tombstones += 1
 
+    def _row_fragment(self, table: str, row: dict[str, Any]) -> str:
+        """The oracle encoding of a row's contract columns, cached per row version (rows are never mutated)."""
+        contract = self.contracts[table]
+        key = row[contract.primary_key[0]]
+        cached = self.fragment_cache[table].get(key)
+        if cached is not None and cached[0] is row:
+            return cached[1]
+        fragment = self.live_encoders[table].fragment([row[name] for name in self.column_names[table]])
+        self.fragment_cache[table][key] = (row, fragment)
+        return fragment
+
     def _record_event(self, table, contract, op, image, source, ts_ms) -> None:
         source_ts = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=ts_ms)
-        tx_field = {"postgres": "txId", "mysql": "gtid", "sqlserver": "commit_lsn"}[contract.connector]
-        tx_id = source.get(tx_field)
-        row = dict.fromkeys(contract.column_names) if image is None else dict(image)
-        row.update(
-            {
-                "_cdc_op": op,
-                "_cdc_is_deleted": op in ("d", "t"),
-                "_cdc_source_ts": source_ts,
-                "_cdc_position": render_position(contract.connector, source),
-                "_cdc_tx_id": None if tx_id is None else str(tx_id),
-                "_cdc_source_db": source["db"],
-                "_cdc_source_table": source["table"],
-                "_cdc_topic": self.topics[table],
-                "_cdc_source_date": source_ts.date(),
-            }
-        )
-        self.oracle_lines[table].append(self.event_encoders[table].line(row))
+        tx_id = source.get(TX_ID_FIELD[contract.connector])
+        nulls = ",".join(["null"] * len(self.column_names[table]))
+        values = nulls if image is None else self._row_fragment(table, image)
+        meta = [
+            op,
+            op in ("d", "t"),
+            source_ts.isoformat(),
+            render_position(contract.connector, source),
+            None if tx_id is None else str(tx_id),
+            source["db"],
+            source["table"],
+            self.topics[table],
+            source_ts.date().isoformat(),
+        ]
+        self.oracle_lines[table].append(f"[{values},{_DUMPS(meta)[1:]}\n".encode())
         self.summary.events_by_table[table] += 1
 
     # --- snapshot phase ----------------------------------------------------------------------
@@ -586,8 +600,9 @@ class Simulation:
             if path not in segments["events"][table]:
                 segments["events"][table].append(path)
             live_path = f"{run_dir}/live/{table}.jsonl"
-            rows = [self.db.rows[table][key] for key in sorted(self.db.rows[table])]
-            self.storage.write(live_path, encode_segment(live_columns(table), rows))
+            live = self.db.rows[table]
+            lines = [f"[{self._row_fragment(table, live[key])}]\n".encode() for key in sorted(live)]
+            self.storage.write(live_path, self.live_encoders[table].header() + b"".join(lines))
             segments["live"][table] = live_path
         dead_path = f"{run_dir}/dead_letters.jsonl"
         dead_data = "".join(json.dumps(d, separators=(",", ":")) + "\n" for d in self.dead_letters)

@@ -55,6 +55,7 @@ class SinkWriter:
         self.lines_written = 0
         self._open: dict[str, _Chunk] = {}
         self._on_commit = on_commit
+        self._window_seen = -1
 
     def append(self, topic: str, partition: int, line: bytes, ts_ms: int) -> tuple[int, str]:
         """Add one record at (virtual) time ``ts_ms``; returns its Kafka offset and landing file path."""
@@ -75,6 +76,9 @@ class SinkWriter:
     def advance(self, ts_ms: int) -> None:
         """Move the clock: commit every chunk opened in an earlier rotation window."""
         window = self._window(ts_ms)
+        if window <= self._window_seen:
+            return
+        self._window_seen = window
         for key in [k for k, chunk in self._open.items() if chunk.window < window]:
             self._commit(key)
 
