@@ -1,0 +1,32 @@
+"""Reliability suite: prints the figures table (scenario | trials | events | lost | duplicated | errors).
+
+The table is printed when at least one ``reliability``-marked test ran (the few fast
+tests of this directory that run in the default suite record figures too, silently).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.reliability.figures import figures, render_table, write_json
+
+_RELIABILITY_RAN = pytest.StashKey[bool]()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("reliability") is not None:
+        item.config.stash[_RELIABILITY_RAN] = True
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    rows = figures()
+    if not rows or not config.stash.get(_RELIABILITY_RAN, False):
+        return
+    terminalreporter.section("reliability figures")
+    terminalreporter.write_line(render_table(rows))
+    try:
+        path = write_json(rows)
+    except OSError as exc:  # the table above is what matters
+        terminalreporter.write_line(f"(figures not written: {exc})")
+    else:
+        terminalreporter.write_line(f"figures written to {path}")
