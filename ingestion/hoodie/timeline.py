@@ -90,6 +90,7 @@ class Timeline:
 
     def __init__(self, meta_dir: Path) -> None:
         self.meta_dir = meta_dir
+        self._completed_cache: dict[str, dict[str, Any]] = {}  # completed instant files never change
 
     def instants(self) -> list[Instant]:
         """Every instant, one entry per (timestamp, action) at its furthest state, in time order."""
@@ -115,14 +116,20 @@ class Timeline:
         return max(i.timestamp for i in instants) if instants else None
 
     def read_json(self, instant: Instant) -> dict[str, Any]:
-        path = self.meta_dir / instant.file_name()
+        name = instant.file_name()
+        if name in self._completed_cache:
+            return self._completed_cache[name]
+        path = self.meta_dir / name
         raw = path.read_bytes()
         if not raw.strip():
             return {}
         try:
-            return json.loads(raw)
+            payload = json.loads(raw)
         except ValueError as exc:
             raise HoodieError(f"{path}: not JSON commit metadata ({exc})") from exc
+        if instant.state == COMPLETED:
+            self._completed_cache[name] = payload
+        return payload
 
     def write(self, instant: Instant, payload: bytes) -> None:
         write_atomically(self.meta_dir / instant.file_name(), payload)
