@@ -78,7 +78,7 @@ def dedupe(table: pa.Table, keys: list[str]) -> pa.Table:
     firsts = indexed.group_by(keys, use_threads=False).aggregate([("__row", "min")]).column("__row_min")
     if len(firsts) == table.num_rows:
         return table
-    return table.take(pc.sort_indices(firsts))
+    return table.take(pc.take(firsts, pc.sort_indices(firsts)))
 
 
 class BatchProcessor:
