@@ -85,6 +85,7 @@ def test_airflow_dagbag_imports_the_dags_without_errors(tmp_path_factory):
         "sys.exit(1 if bag.import_errors else 0)\n"
     )
     env = {**os.environ, "AIRFLOW_HOME": str(airflow_home), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+           "AIRFLOW__CORE__DAGS_FOLDER": str(ORCHESTRATION),  # on sys.path, as in a deployment
            "AIRFLOW__CORE__UNIT_TEST_MODE": "True"}
     result = subprocess.run([str(python), "-c", script], capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
