@@ -87,7 +87,13 @@ class FieldSchema:
 
     @classmethod
     def from_json(cls, spec: dict[str, Any]) -> FieldSchema:
-        return cls(type=str(spec.get("type")), name=spec.get("name"), parameters=spec.get("parameters"))
+        name = spec.get("name")
+        parameters = spec.get("parameters")
+        return cls(
+            type=str(spec.get("type")),
+            name=name if isinstance(name, str) else None,
+            parameters=parameters if isinstance(parameters, dict) else None,
+        )
 
 
 def decimal_precision_scale(column_type: str) -> tuple[int, int] | None:
@@ -105,6 +111,10 @@ def check_schema_compatible(column_type: str, schema: FieldSchema) -> None:
     if base == "date" and schema.type == "int32" and schema.name not in DATE_NAMES:
         bad = True
     if base == "timestamp" and schema.type == "int64" and schema.name not in TIMESTAMP_UNITS:
+        bad = True
+    if base == "decimal" and schema.type == "bytes" and schema.name != CONNECT_DECIMAL:
+        bad = True
+    if base == "decimal" and schema.type == "struct" and schema.name != VARIABLE_SCALE_DECIMAL:
         bad = True
     if bad:
         label = schema.type + (f" ({schema.name})" if schema.name else "")
@@ -230,7 +240,7 @@ def _to_decimal(value: Any, precision: int, scale: int, schema: FieldSchema | No
         else:
             byte_scale = scale
             if schema is not None and schema.parameters and "scale" in schema.parameters:
-                byte_scale = int(schema.parameters["scale"])
+                byte_scale = _schema_scale(schema.parameters["scale"])
             number = _unscaled_bytes_decimal(value, byte_scale)
     else:
         raise ValueMismatch(f"expected a decimal, got {_describe(value)}")
@@ -238,14 +248,25 @@ def _to_decimal(value: Any, precision: int, scale: int, schema: FieldSchema | No
         raise ValueMismatch(f"decimal {value!r} is not finite")
     try:
         quantized = number.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
-    except InvalidOperation as exc:
+    except (InvalidOperation, ArithmeticError) as exc:
         raise ValueMismatch(f"decimal {value!r} does not fit decimal({precision},{scale})") from exc
     if len(quantized.as_tuple().digits) > precision:
         raise ValueMismatch(f"decimal {value!r} does not fit decimal({precision},{scale})")
     return quantized
 
 
-def _unscaled_bytes_decimal(text: str, scale: int) -> Decimal:
+def _schema_scale(value: Any) -> int:
+    text = str(value)
+    if not text.isascii() or not text.isdigit() or int(text) > 1000:
+        raise ValueMismatch(f"decimal schema scale {value!r} is not a small non-negative integer")
+    return int(text)
+
+
+def _unscaled_bytes_decimal(text: Any, scale: int) -> Decimal:
+    if not isinstance(text, str):
+        raise ValueMismatch(f"expected base64 decimal bytes, got {_describe(text)}")
+    if abs(scale) > 1000:
+        raise ValueMismatch(f"decimal scale {scale} is out of range")
     try:
         raw = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as exc:

@@ -214,3 +214,32 @@ def test_every_contract_topic_is_known():
     topics = topic_map()
     assert {c.name for c in topics.values()} == {"category", "date", "event", "listing", "sale", "user", "venue"}
     assert topics["tickit.tickit.crm.user"].name == "user"
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (b'{"catid":1,"__op":"c","__source_ts_ms":100000000000000000}', "type_mismatch"),
+        (b'{"after":{"catid":1},"op":"c","source":{"ts_ms":253402300800000,"lsn":1}}', "type_mismatch"),
+        (b'{"catid":1,"__op":"c","__source_ts_ms":1,"__deleted":[]}', "incompatible_schema"),
+    ],
+)
+def test_out_of_range_and_odd_values_are_dead_lettered_not_raised(line, reason):
+    """Regressions found by the reliability suite's property tests (they used to raise)."""
+    result = _parse(line, topic="tickit.ems.category")
+    assert isinstance(result, DeadLetter) and result.reason == reason
+
+
+def test_odd_schemas_are_dead_lettered_not_raised():
+    fields = [{"field": "pricepaid", "type": "bytes", "name": ["not", "a", "name"], "parameters": {"scale": "x"}}]
+    schema = {"type": "struct", "fields": [{"type": "struct", "field": "after", "fields": fields}]}
+    payload = {"after": {**SALE, "pricepaid": "AQ=="}, "source": {"ts_ms": 1, "file": "b.1", "pos": 1}, "op": "c"}
+    result = _parse(json.dumps({"schema": schema, "payload": payload}))
+    assert isinstance(result, DeadLetter) and result.reason == "incompatible_schema"
+    fields[0] = {"field": "pricepaid", "type": "bytes", "name": "org.apache.kafka.connect.data.Decimal",
+                 "parameters": {"scale": "x"}}  # fmt: skip
+    result = _parse(json.dumps({"schema": schema, "payload": payload}))
+    assert isinstance(result, DeadLetter) and result.reason == "type_mismatch"
+    variable = {**SALE, "pricepaid": {"scale": 2, "value": 7}}
+    result = _parse(_flat(variable, __pos=1))
+    assert isinstance(result, DeadLetter) and result.reason == "type_mismatch"
