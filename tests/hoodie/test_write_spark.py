@@ -71,6 +71,7 @@ def test_spark_and_arrow_inputs_agree_on_keys(spark, tmp_path):
         table = HoodieTable.create_or_open(tmp_path / name, cfg)
         with table.writer() as writer:
             writer.write(data, operation="insert")
-        got.append(sorted((r["_hoodie_record_key"], r["_hoodie_partition_path"]) for r in hudi_snapshot(table.base_path)))
+        snapshot = hudi_snapshot(table.base_path)
+        got.append(sorted((r["_hoodie_record_key"], r["_hoodie_partition_path"]) for r in snapshot))
     assert got[0] == got[1]
     assert any("active=__HIVE_DEFAULT_PARTITION__" in p for _, p in got[0])
