@@ -163,14 +163,18 @@ class HoodieTable:
 
     def latest_base_files(self, as_of: str | None = None, partitions: list[str] | None = None) -> list[BaseFile]:
         """The latest committed base file of every live file group (as of ``as_of``, default: now)."""
-        completed = {i.timestamp for i in self.timeline.completed() if as_of is None or i.timestamp <= as_of}
+        instants = self.timeline.instants()
+        completed = {i.timestamp for i in instants if i.state == COMPLETED and (as_of is None or i.timestamp <= as_of)}
+        # Slices older than the active timeline were written by archived (hence completed) commits.
+        timeline_start = min((i.timestamp for i in instants), default=None)
         committed_paths, replaced = self._committed_files(as_of)
         latest: dict[tuple[str, str], BaseFile] = {}
         for base_file in self.iter_base_files(partitions):
-            if base_file.instant not in completed:
+            archived = timeline_start is not None and base_file.instant < timeline_start
+            if not archived and base_file.instant not in completed:
                 continue
-            if base_file.relative_path not in committed_paths:
-                continue  # a failed task attempt's file, or one outside the retained history
+            if not archived and base_file.relative_path not in committed_paths:
+                continue  # a failed task attempt's file
             key = (base_file.partition_path, base_file.file_id)
             if key in replaced:
                 continue
