@@ -158,6 +158,8 @@ class Simulation:
         self.generator = Generator(self.db, self.calendar, places)
         self.clock_ms = self._start_ms(state)
         self.start_ms = self.clock_ms
+        #: continuous mode: transactions are stamped with the wall clock
+        self.wall_clock = False
         offsets = state.get("offsets", {})
         if manifest is not None:
             self._remove_orphans(offsets)
@@ -352,7 +354,10 @@ class Simulation:
         return quotas
 
     def _transaction(self, table: str, changes: list[tuple[str, dict | None, dict | None]], statements: list[int]):
-        self.clock_ms += max(1, int(self.rng.expovariate(1 / MEAN_TX_GAP_MS)))
+        if self.wall_clock:
+            self.clock_ms = max(self.clock_ms + 1, _now_ms())
+        else:
+            self.clock_ms += max(1, int(self.rng.expovariate(1 / MEAN_TX_GAP_MS)))
         contract = self.contracts[table]
         connector_log = self.logs[contract.connector]
         _, positions = connector_log.transaction(self.rng, statements)
@@ -656,18 +661,21 @@ class Simulation:
     def run_continuous(self, should_stop: Callable[[], bool] | None = None) -> RunSummary:
         """Changes at ``rate`` events/s on the wall clock until ``duration`` or interruption.
 
-        Files rotate and the oracle is committed every ``rotate_interval_ms`` of wall time.
+        A first run commits its snapshot before streaming; files rotate and the oracle is
+        committed every ``rotate_interval_ms`` of wall time; ``duration`` counts the streaming only.
         """
         started = time.monotonic()
         rate = float(self.options.rate or 1)
         if self.run == 1:
             self.snapshot()
+            self.commit()
         self.clock_ms = max(self.clock_ms, _now_ms())
+        self.wall_clock = True
         emitted = 0
-        last_commit = time.monotonic()
+        streaming_since = last_commit = time.monotonic()
         try:
             while True:
-                elapsed = time.monotonic() - started
+                elapsed = time.monotonic() - streaming_since
                 if self.options.duration is not None and elapsed >= self.options.duration:
                     break
                 if should_stop is not None and should_stop():

@@ -147,3 +147,17 @@ def test_full_scale_run_is_fast_and_matches_the_replay(tmp_path):
     for table in oracle.tables:
         pk = load_contracts()[table].primary_key
         assert {tuple(r[k] for k in pk): r for r in oracle.live_rows(table)} == replayed.live_rows(table)
+
+
+def test_continuous_mode_streams_on_the_wall_clock_and_commits_the_oracle(tmp_path):
+    landing = tmp_path / "stream"
+    summary = run_simulation(small_options(landing, rate=150, duration=2.5, inject_bad=0, start_time=None))
+    assert summary.snapshot_events > 0 and 100 <= summary.change_events <= 150 * 2.5 + 20
+    oracle = load_oracle(landing)
+    replayed = replay_landing(LocalStorage(landing))
+    for table in oracle.tables:
+        pk = load_contracts()[table].primary_key
+        assert {tuple(r[k] for k in pk): r for r in oracle.live_rows(table)} == replayed.live_rows(table)
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    newest = max(e["_cdc_source_ts"] for e in oracle.events("sale"))
+    assert now - dt.timedelta(minutes=1) < newest <= now
