@@ -128,6 +128,7 @@ class HoodieWriter:
             if plan is None:
                 self._abandon(instant)
                 return None
+            plan.workload["operationType"] = _OPERATION_TYPES[operation]
             self.table.timeline.write(Instant(instant, "commit", INFLIGHT), to_json_bytes(plan.workload))
             for partition in plan.partitions:
                 ensure_partition_metadata(self.table.base_path, partition, instant)

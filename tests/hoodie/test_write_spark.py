@@ -22,7 +22,11 @@ def _df(spark, rows: list[dict]):
     return spark.createDataFrame(to_table(rows, schema)).repartition(3)
 
 
-@pytest.mark.parametrize("partition_fields", [("region", "day"), ()], ids=["hive_multi_level", "non_partitioned"])
+@pytest.mark.parametrize(
+    "partition_fields",
+    [pytest.param(("region", "day"), id="hive_multi_level"),
+     pytest.param((), id="non_partitioned", marks=pytest.mark.slow)],
+)
 def test_spark_writes_match_the_oracle(spark, tmp_path, partition_fields):
     rng = random.Random(f"spark-{partition_fields}")
     cfg = TableConfig(name="things", record_key_fields=("id", "name"), precombine_field="seq",
