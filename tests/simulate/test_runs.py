@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -24,8 +27,14 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 def test_same_seed_and_start_time_give_byte_identical_output(tmp_path, mixed_landing):
+    """Same options in another process (other hash seed, through the CLI) -> the same bytes."""
     again = tmp_path / "again"
-    run_simulation(small_options(again))
+    flags = ["--scale", "0.004", "--changes", "600", "--seed", "11", "--format", "mixed", "--flush-size", "400",
+             "--start-time", START.isoformat() + "Z", "--rotate-interval-ms", "5000", "--inject-bad", "16",
+             "--truncate", "--quiet"]  # fmt: skip
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    command = [str(Path(sys.executable).with_name("lakehouse")), "simulate", "--landing", str(again), *flags]
+    subprocess.run(command, check=True, env=env, capture_output=True, timeout=300)
     first, second = _tree(mixed_landing), _tree(again)
     assert first.keys() == second.keys()
     assert first == second
