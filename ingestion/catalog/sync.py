@@ -158,8 +158,8 @@ def discover_tables(lake: str | Path) -> list[str]:
 
 
 def sync_lake(lake: str | Path, host: str, port: int, tables: Iterable[str] | None = None,
-              grace_seconds: float = DEFAULT_GRACE_SECONDS) -> list[SyncResult]:
+              grace_seconds: float = DEFAULT_GRACE_SECONDS, database: str = DATABASE) -> list[SyncResult]:
     """Sync every bronze table of ``lake`` (or the given ones) through ``host:port``."""
     names = list(tables) if tables is not None else discover_tables(lake)
     with ThriftCatalog(host, port) as catalog:
-        return CatalogSync(lake, catalog, grace_seconds=grace_seconds).sync_tables(names)
+        return CatalogSync(lake, catalog, database=database, grace_seconds=grace_seconds).sync_tables(names)

@@ -40,6 +40,7 @@ class IngestOptions:
     sync: bool = True
     thrift_host: str = "127.0.0.1"
     thrift_port: int = 10000
+    database: str = "bronze"  # the catalog database of the synced views (tests use their own)
     timeout_seconds: float | None = None  # continuous mode: stop after this long (tests, benchmarks)
 
     def validate(self) -> None:
@@ -85,7 +86,9 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
         from ingestion.spark import local_spark_session
 
         spark = local_spark_session("lakehouse-ingest")
-    syncer = CatalogSyncer(options.lake, options.thrift_host, options.thrift_port) if options.sync else None
+    syncer = None
+    if options.sync:
+        syncer = CatalogSyncer(options.lake, options.thrift_host, options.thrift_port, database=options.database)
     processor = BatchProcessor(options.landing, options.lake, checkpoint, syncer=syncer,
                                log_stream=log_stream, on_report=on_report)
     files = landing_stream(spark, options.landing, max_files_per_trigger=options.max_files_per_trigger,

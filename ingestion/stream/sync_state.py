@@ -23,11 +23,11 @@ class CatalogSyncer:
     made at the next batch (at most every ``retry_seconds``).
     """
 
-    def __init__(self, lake: str, host: str, port: int, *, retry_seconds: float = 5.0,
+    def __init__(self, lake: str, host: str, port: int, *, database: str = "bronze", retry_seconds: float = 5.0,
                  grace_seconds: float = 300.0):
         self.lake = lake
         self.catalog = ThriftCatalog(host, port)
-        self.sync = CatalogSync(lake, self.catalog, grace_seconds=grace_seconds)
+        self.sync = CatalogSync(lake, self.catalog, database=database, grace_seconds=grace_seconds)
         self.pending: set[str] = set(all_table_names())
         self.retry_seconds = retry_seconds
         self._last_failure = 0.0

@@ -63,3 +63,8 @@ def dead_letter_tuples_bronze(lake: str | Path) -> Counter:
          r["landing_file"])
         for r in hudi_rows(path)
     )
+
+
+def hudi_commits(table_path: str | Path) -> list[str]:
+    table = HudiTableBuilder.from_base_uri(str(table_path)).build()
+    return [c.timestamp for c in table.get_timeline().get_completed_commits()]

@@ -1,0 +1,52 @@
+"""Fixtures of the ingestion tests: simulated landing zones and in-process ingest runs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingestion.simulate.simulator import SimulationOptions, run_simulation
+from ingestion.stream import IngestOptions, IngestSummary, run_ingest
+
+START = dt.datetime(2026, 1, 1)
+
+
+@dataclass
+class IngestRun:
+    base: Path
+    landing: Path
+    lake: Path
+    database: str
+    summary: IngestSummary
+    log: str
+
+    def options(self, **overrides) -> IngestOptions:
+        return ingest_options(self.base, self.database, **overrides)
+
+    def log_lines(self) -> list[dict]:
+        return [json.loads(line) for line in self.log.splitlines() if line.startswith("{")]
+
+
+def simulate(landing: Path, *, fmt: str, scale: float = 0.01, changes: int = 2000, inject_bad: int = 12,
+             seed: int = 7, start: dt.datetime = START, **extra):
+    return run_simulation(SimulationOptions(landing=str(landing), scale=scale, changes=changes, format=fmt,
+                                            inject_bad=inject_bad, seed=seed, start_time=start, **extra))
+
+
+def ingest_options(base: Path, database: str, thrift=None, **overrides) -> IngestOptions:
+    values = dict(
+        landing=str(base / "landing"), lake=str(base / "lake"), checkpoints_root=base / "checkpoints",
+        once=True, sync=thrift is not None, database=database,
+        thrift_host=thrift.host if thrift else "127.0.0.1", thrift_port=thrift.port if thrift else 1,
+    )
+    values.update(overrides)
+    return IngestOptions(**values)
+
+
+def ingest(spark, base: Path, database: str, thrift=None, **overrides) -> IngestRun:
+    log = io.StringIO()
+    summary = run_ingest(ingest_options(base, database, thrift, **overrides), spark=spark, log_stream=log)
+    return IngestRun(base, base / "landing", base / "lake", database, summary, log.getvalue())
