@@ -1,0 +1,126 @@
+"""What ``lakehouse status`` reports: per bronze table commits, sync, rows, lag, drift, dead letters."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ingestion.stream.bronze import DEAD_LETTER_TABLE, all_table_names, bronze_contracts, table_path
+from ingestion.stream.checkpoint import checkpoint_dir
+from ingestion.stream.landing import LANDING_GLOB, topics_root
+from ingestion.stream.reading import is_table, read_latest, row_count
+
+HOODIE_META = {"_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
+               "_hoodie_file_name"}
+
+
+@dataclass
+class TableStatus:
+    table: str
+    exists: bool
+    last_commit: str | None = None
+    last_synced: str | None = None
+    commits: int = 0
+    rows: int = 0
+    commit_age_seconds: float | None = None
+    unsynced_commits: int | None = None
+    drift_columns: list[str] = field(default_factory=list)
+    dead_letters: int = 0
+    dead_letters_by_reason: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class LakeStatus:
+    lake: str
+    landing: str
+    tables: list[TableStatus]
+    landed_files: int | None = None
+    processed_files: int | None = None
+    sync_error: str | None = None
+
+    @property
+    def backlog_files(self) -> int | None:
+        if self.landed_files is None or self.processed_files is None:
+            return None
+        return max(0, self.landed_files - self.processed_files)
+
+    def to_json(self) -> str:
+        doc = asdict(self)
+        doc["backlog_files"] = self.backlog_files
+        return json.dumps(doc, indent=2, sort_keys=True)
+
+
+def instant_to_datetime(instant: str) -> dt.datetime:
+    """A Hudi instant ``yyyyMMddHHmmssSSS`` (UTC here) as a naive UTC datetime."""
+    return dt.datetime.strptime(instant[:14], "%Y%m%d%H%M%S") + dt.timedelta(milliseconds=int(instant[14:17] or 0))
+
+
+def processed_files(checkpoint: Path) -> int | None:
+    """Distinct files the streaming query has committed (from its file-source log)."""
+    log_dir = checkpoint / "query" / "sources" / "0"
+    if not log_dir.is_dir():
+        return None
+    seen: set[str] = set()
+    for entry in log_dir.iterdir():
+        if entry.name.startswith(".") or entry.name.endswith(".tmp"):
+            continue
+        for line in entry.read_text(errors="replace").splitlines()[1:]:
+            try:
+                seen.add(json.loads(line)["path"])
+            except (ValueError, KeyError):
+                continue
+    return len(seen)
+
+
+def table_status(lake: str, table: str, synced: dict[str, str], now: dt.datetime) -> TableStatus:
+    from ingestion.hoodie import HoodieTable
+
+    path = table_path(lake, table)
+    if not is_table(path):
+        return TableStatus(table, exists=False, last_synced=synced.get(table))
+    hoodie = HoodieTable.open(path)
+    instants = hoodie.completed_instants()
+    status = TableStatus(table, exists=True, commits=len(instants), last_synced=synced.get(table))
+    if instants:
+        status.last_commit = instants[-1]
+        status.commit_age_seconds = round((now - instant_to_datetime(instants[-1])).total_seconds(), 1)
+        status.rows = row_count(path)
+        if synced:
+            status.unsynced_commits = len([i for i in instants if status.last_synced is None
+                                           or i > status.last_synced])
+    contracts = bronze_contracts()
+    if table in contracts:
+        schema = hoodie.schema()
+        known = {name for name, _ in contracts[table].bronze_columns} | HOODIE_META
+        status.drift_columns = [n for n in (schema.names if schema is not None else []) if n not in known]
+    return status
+
+
+def lake_status(lake: str, landing: str, checkpoints_root: Path, synced: dict[str, str] | None = None,
+                sync_error: str | None = None) -> LakeStatus:
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    synced = synced or {}
+    tables = [table_status(lake, t, synced, now) for t in all_table_names()]
+    dead_path = table_path(lake, DEAD_LETTER_TABLE)
+    if is_table(dead_path):
+        dead = read_latest(dead_path, ["table_name", "reason"])
+        if dead is not None:
+            by_table: dict[str, Counter] = {}
+            for name, reason in zip(dead.column("table_name").to_pylist(), dead.column("reason").to_pylist(),
+                                    strict=True):
+                by_table.setdefault(name or DEAD_LETTER_TABLE, Counter())[reason] += 1
+            for status in tables:
+                counts = by_table.get(status.table)
+                if status.table == DEAD_LETTER_TABLE:
+                    counts = sum(by_table.values(), Counter())
+                if counts:
+                    status.dead_letters = sum(counts.values())
+                    status.dead_letters_by_reason = dict(sorted(counts.items()))
+    landed = None
+    if "://" not in landing and Path(topics_root(landing)).is_dir():
+        landed = sum(1 for _ in Path(topics_root(landing)).rglob(LANDING_GLOB))
+    processed = processed_files(checkpoint_dir(checkpoints_root, landing, lake))
+    return LakeStatus(lake, landing, tables, landed, processed, sync_error)
