@@ -35,10 +35,11 @@ def _load(args: argparse.Namespace) -> dict[str, JobSpec]:
         raise CliError(str(exc), hint="fix the jobs file; see docs/scheduling.md") from exc
 
 
-def _runner(args: argparse.Namespace) -> JobRunner:
+def _runner(args: argparse.Namespace, console: Console | None = None) -> JobRunner:
     settings = load_settings()
     webhook = getattr(args, "webhook_url", None) or settings.alert_webhook_url
-    return JobRunner(settings.home, Alerter(webhook))
+    progress = (lambda line: console.print(f"  {line}", highlight=False)) if console else None
+    return JobRunner(settings.home, Alerter(webhook), progress=progress)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -71,7 +72,7 @@ def _run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     console.print(f"running job [bold]{args.name}[/bold] ({len(jobs[args.name].steps)} steps)...")
     try:
-        record = _runner(args).run(jobs[args.name], trigger=args.trigger, resume=args.resume)
+        record = _runner(args, console).run(jobs[args.name], trigger=args.trigger, resume=args.resume)
     except JobLockedError as exc:
         console.print(f"[yellow]skipped[/yellow]: {exc}")
         return EXIT_SKIPPED

@@ -149,8 +149,11 @@ class JobRunner:
         clock: Clock = utc_now,
         sleep: Callable[[float], None] = time.sleep,
         env: dict[str, str] | None = None,
+        progress: Callable[[str], None] | None = None,
     ):
+        """``progress`` receives one line per step start, retry and end (the CLI prints them)."""
         self.home = Path(home)
+        self.progress = progress or (lambda message: None)
         self.alerter = alerter or Alerter(None)
         self.clock = clock
         self.sleep = sleep
@@ -271,6 +274,8 @@ class JobRunner:
                 ))
                 step_record.status = "failed"
                 return "failed"
+            self.progress(f"step {step_record.index}/{len(job.steps)} '{step.name}': "
+                          f"{'dbt retry' if use_dbt_retry else 'attempt'} {attempt} started")
             attempt_record = AttemptRecord(
                 number=attempt, mode="dbt retry" if use_dbt_retry else "run", command=argv,
                 started_at=_iso(started), log=log_path.name,
@@ -311,6 +316,7 @@ class JobRunner:
             log.warning("job %s step '%s' attempt %d failed transiently; retrying in %.0fs%s",
                         job.name, step.name, attempt, wait, " with dbt retry" if use_dbt_retry else "")
             store.save()
+            self.progress(f"step {step_record.index} '{step.name}' failed transiently; retry in {wait:.0f}s")
             if time.monotonic() + wait >= deadline:
                 step_record.status = "timed_out"
                 return "timed_out"
