@@ -1,0 +1,157 @@
+"""The dead-letter table: list bad lines, and replay fixed or reclassified ones into bronze.
+
+Replay re-parses each selected line with the current contracts and parser (a contract
+that now knows a column, a fixed parser) or with a corrected line supplied by the
+operator, inserts the events that now parse into their bronze tables (record keys make
+a replay idempotent) and deletes exactly those entries from ``bronze.dead_letter``.
+Lines that still fail stay, with their new reason reported.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from ingestion.cdc.contracts import BRONZE_ORDERING_COLUMN, topic_map
+from ingestion.cdc.parser import BronzeEvent, DeadLetter, Tombstone, parse_line
+from ingestion.stream.batch import dedupe
+from ingestion.stream.bronze import (
+    DEAD_LETTER_KEY,
+    DEAD_LETTER_TABLE,
+    bronze_config,
+    bronze_contracts,
+    dead_letter_config,
+    table_path,
+)
+from ingestion.stream.parse import LineParser
+from ingestion.stream.reading import is_table, read_latest
+
+REPLAY_METADATA_KEY = "lakehouse.dead_letter_replay"
+
+
+class DeadLetterError(ValueError):
+    """Bad input to list/replay (names the input and the problem)."""
+
+
+def list_dead_letters(lake: str, *, reason: str | None = None, topic: str | None = None,
+                      table: str | None = None, ids: Iterable[str] | None = None,
+                      limit: int | None = None) -> list[dict]:
+    """Dead letters matching every given filter, oldest landing position first."""
+    path = table_path(lake, DEAD_LETTER_TABLE)
+    if not is_table(path):
+        return []
+    data = read_latest(path)
+    if data is None:
+        return []
+    wanted = set(ids) if ids is not None else None
+    rows = []
+    for row in data.to_pylist():
+        if reason and row["reason"] != reason:
+            continue
+        if topic and row["topic"] != topic:
+            continue
+        if table and row["table_name"] != table:
+            continue
+        if wanted is not None and row[DEAD_LETTER_KEY] not in wanted:
+            continue
+        rows.append({k: v for k, v in row.items() if not k.startswith("_hoodie")})
+    rows.sort(key=lambda r: (r["topic"] or "", r["kafka_partition"] or 0, r["kafka_offset"] or 0,
+                             r["landing_file"] or ""))
+    return rows[:limit] if limit else rows
+
+
+def load_fixes(path: str | Path) -> dict[str, dict]:
+    """Corrected lines from a JSON-lines file: ``{"dead_letter_id": ..., "raw_line": ..., "topic"?: ...}``."""
+    fixes: dict[str, dict] = {}
+    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+        except ValueError as exc:
+            raise DeadLetterError(f"{path}:{number}: not JSON ({exc})") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get(DEAD_LETTER_KEY), str) \
+                or not isinstance(doc.get("raw_line"), str):
+            raise DeadLetterError(f"{path}:{number}: needs string fields {DEAD_LETTER_KEY!r} and 'raw_line'")
+        fixes[doc[DEAD_LETTER_KEY]] = doc
+    return fixes
+
+
+@dataclass
+class ReplayResult:
+    selected: int = 0
+    replayed: dict[str, int] = field(default_factory=dict)  # table -> events inserted or already present
+    tombstones: int = 0
+    still_bad: list[dict] = field(default_factory=list)  # dead_letter_id, reason, message
+    commits: dict[str, str] = field(default_factory=dict)
+    removed: int = 0
+    not_found: list[str] = field(default_factory=list)  # fixes naming no selected dead letter
+
+
+def replay(lake: str, rows: list[dict], *, fixes: dict[str, dict] | None = None,
+           dry_run: bool = False) -> ReplayResult:
+    """Re-parse ``rows`` (from ``list_dead_letters``) and move the ones that now parse into bronze."""
+    from ingestion.hoodie import HoodieTable
+
+    fixes = fixes or {}
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    topics = topic_map()
+    result = ReplayResult(selected=len(rows))
+    # A fix for a line that is not (or no longer) in the table: already replayed, or a typo.
+    result.not_found = sorted(set(fixes) - {r[DEAD_LETTER_KEY] for r in rows})
+    events: dict[str, list[BronzeEvent]] = {}
+    resolved: list[dict] = []
+    for row in rows:
+        fix = fixes.get(row[DEAD_LETTER_KEY])
+        if fix is not None:
+            raw = fix["raw_line"].encode()
+            topic = fix.get("topic") or row["topic"]
+        else:
+            raw = base64.b64decode(row["raw_line"]) if row["raw_is_base64"] else row["raw_line"].encode()
+            topic = row["topic"]
+        if topic is None:
+            result.still_bad.append({DEAD_LETTER_KEY: row[DEAD_LETTER_KEY], "reason": row["reason"],
+                                     "message": "no topic: supply one in the fix file"})
+            continue
+        parsed = parse_line(raw, topic=topic, partition=row["kafka_partition"] or 0,
+                            offset=row["kafka_offset"] or 0, landing_file=row["landing_file"] or "",
+                            ingested_at=now, contracts=topics)
+        if isinstance(parsed, DeadLetter):
+            result.still_bad.append({DEAD_LETTER_KEY: row[DEAD_LETTER_KEY], "reason": parsed.reason,
+                                     "message": parsed.message})
+            continue
+        if isinstance(parsed, Tombstone):
+            result.tombstones += 1
+        else:
+            events.setdefault(parsed.table, []).append(parsed)
+            result.replayed[parsed.table] = result.replayed.get(parsed.table, 0) + 1
+        resolved.append(row)
+    if dry_run or not resolved:
+        return result
+    marker = json.dumps({"replayed_at": now.isoformat(), "dead_letters": len(resolved)})
+    contracts = bronze_contracts()
+    builder = LineParser(now)
+    for table, table_events in sorted(events.items()):
+        contract = contracts[table]
+        data = dedupe(builder.event_table(table, table_events), [*contract.primary_key, BRONZE_ORDERING_COLUMN])
+        hoodie = HoodieTable.create_or_open(table_path(lake, table), bronze_config(contract))
+        with hoodie.writer() as writer:
+            instant = writer.write(data, operation="insert", drop_duplicates=True,
+                                   extra_metadata={REPLAY_METADATA_KEY: marker})
+        if instant:
+            result.commits[table] = instant
+    dead = HoodieTable.create_or_open(table_path(lake, DEAD_LETTER_TABLE), dead_letter_config())
+    keys = pa.Table.from_pylist([{k: v for k, v in r.items()} for r in resolved],
+                                schema=builder.dead_schema)
+    with dead.writer() as writer:
+        instant = writer.write(keys, operation="delete", extra_metadata={REPLAY_METADATA_KEY: marker})
+    if instant:
+        result.commits[DEAD_LETTER_TABLE] = instant
+    result.removed = len(resolved)
+    return result
