@@ -87,6 +87,26 @@ class FileWriteOptions:
     row_group_rows: int = 1_000_000
 
 
+#: Meta columns unique per row: dictionary encoding only wastes time on them (and seqno stats are unused).
+_UNIQUE_META = ("_hoodie_commit_seqno", "_hoodie_record_key")
+
+
+def open_parquet_writer(path: Path, schema: pa.Schema, options: FileWriteOptions) -> pq.ParquetWriter:
+    """A ParquetWriter with the settings every base file uses (no ARROW:schema: footer keys are Hudi's)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return pq.ParquetWriter(
+        path,
+        schema,
+        compression=options.compression,
+        compression_level=options.compression_level,
+        use_dictionary=[n for n in schema.names if n not in _UNIQUE_META],
+        write_statistics=[n for n in schema.names if n != "_hoodie_commit_seqno"],
+        coerce_timestamps="us",
+        allow_truncated_timestamps=False,
+        store_schema=False,
+    )
+
+
 def write_parquet_slice(rows: pa.Table, path: Path, options: FileWriteOptions) -> int:
     """Write ``rows`` (meta columns first, record keys filled) with Hudi's footer; return the byte size.
 
@@ -95,7 +115,7 @@ def write_parquet_slice(rows: pa.Table, path: Path, options: FileWriteOptions) -
     """
     keys = rows.column("_hoodie_record_key")
     bloom = DynamicBloomFilter(options.bloom_num_entries, options.bloom_fpp, options.bloom_max_entries)
-    bloom.add_all(keys.to_pylist())
+    bloom.add_all(keys)
     min_max = pc.min_max(keys)
     metadata = {
         b"parquet.avro.schema": avro_schema_json(rows.schema, options.table_name, with_meta_fields=True).encode(),
@@ -106,17 +126,8 @@ def write_parquet_slice(rows: pa.Table, path: Path, options: FileWriteOptions) -
     if rows.num_rows:
         metadata[b"hoodie_min_record_key"] = min_max["min"].as_py().encode()
         metadata[b"hoodie_max_record_key"] = min_max["max"].as_py().encode()
-    path.parent.mkdir(parents=True, exist_ok=True)
     rows = rows.replace_schema_metadata(None)
-    with pq.ParquetWriter(
-        path,
-        rows.schema,
-        compression=options.compression,
-        compression_level=options.compression_level,
-        coerce_timestamps="us",
-        allow_truncated_timestamps=False,
-        store_schema=False,
-    ) as writer:
+    with open_parquet_writer(path, rows.schema, options) as writer:
         writer.write_table(rows, row_group_size=options.row_group_rows)
         writer.add_key_value_metadata({k.decode(): v.decode() for k, v in metadata.items()})
     return path.stat().st_size

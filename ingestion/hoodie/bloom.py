@@ -22,6 +22,7 @@ import struct
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+import pyarrow as pa
 
 BLOOM_TYPE_CODE = "DYNAMIC_V0"
 DEFAULT_NUM_ENTRIES = 60_000  # hoodie.index.bloom.num_entries
@@ -41,61 +42,74 @@ def num_hashes(bits: int, num_entries: int) -> int:
     return int(math.ceil(math.log(2) * bits / num_entries))
 
 
-def _murmur_same_length(data: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-    """Hadoop MurmurHash of each row of ``data`` (uint8, all rows one length) with per-row seeds."""
+def _bit_positions(data: np.ndarray, hash_count: int, vector_size: int) -> np.ndarray:
+    """(n, hash_count) bit positions of rows of equal length, as Hadoop ``HashFunction.hash``.
+
+    Each position chains MurmurHash (seed = previous hash). The mixed 4-byte words and the tail
+    do not depend on the seed, so they are computed once and every round only folds them in.
+    """
     n, length = data.shape
+    m, r24, r13, r15 = _M, np.uint32(24), np.uint32(13), np.uint32(15)
+    out = np.empty((n, hash_count), dtype=np.int64)
     with np.errstate(over="ignore"):
-        h = seeds.astype(np.uint32) ^ np.uint32(length)
         len4 = length >> 2
-        if len4:
-            words = data[:, : len4 * 4].reshape(n, len4, 4).astype(np.uint32)
-            k_all = words[:, :, 0] | (words[:, :, 1] << 8) | (words[:, :, 2] << 16) | (words[:, :, 3] << 24)
-            for i in range(len4):
-                k = k_all[:, i] * _M
-                k ^= k >> np.uint32(24)
-                k *= _M
-                h *= _M
-                h ^= k
+        words = data[:, : len4 * 4].reshape(n, len4, 4).astype(np.uint32)
+        k = words[:, :, 0] | (words[:, :, 1] << 8) | (words[:, :, 2] << 16) | (words[:, :, 3] << 24)
+        k *= m
+        k ^= k >> r24
+        k *= m
         left = length - len4 * 4
+        tail = np.zeros(n, dtype=np.uint32)
         if left:
             # Java sign-extends the tail bytes before shifting: (int) data[i] << s.
-            tail = data[:, len4 * 4 :].astype(np.int8).astype(np.int32).astype(np.uint32)
+            signed = data[:, len4 * 4 :].astype(np.int8).astype(np.int32).astype(np.uint32)
             if left >= 3:
-                h ^= tail[:, 2] << np.uint32(16)
+                tail ^= signed[:, 2] << np.uint32(16)
             if left >= 2:
-                h ^= tail[:, 1] << np.uint32(8)
-            h ^= tail[:, 0]
-            h *= _M
-        h ^= h >> np.uint32(13)
-        h *= _M
-        h ^= h >> np.uint32(15)
-    return h
-
-
-def _bit_positions(data: np.ndarray, hash_count: int, vector_size: int) -> np.ndarray:
-    """(n, hash_count) bit positions for rows of equal length, as Hadoop ``HashFunction.hash``."""
-    n = data.shape[0]
-    out = np.empty((n, hash_count), dtype=np.int64)
-    seed = np.zeros(n, dtype=np.uint32)
-    for i in range(hash_count):
-        seed = _murmur_same_length(data, seed)
-        signed = seed.view(np.int32).astype(np.int64)
-        out[:, i] = np.abs(np.fmod(signed, vector_size))  # Java % truncates toward zero
+                tail ^= signed[:, 1] << np.uint32(8)
+            tail ^= signed[:, 0]
+        h = np.zeros(n, dtype=np.uint32)
+        for index in range(hash_count):
+            h = h ^ np.uint32(length)
+            for i in range(len4):
+                h *= m
+                h ^= k[:, i]
+            if left:
+                h ^= tail
+                h *= m
+            h ^= h >> r13
+            h *= m
+            h ^= h >> r15
+            signed_h = h.view(np.int32).astype(np.int64)
+            out[:, index] = np.abs(np.fmod(signed_h, vector_size))  # Java % truncates toward zero
     return out
 
 
-def key_bit_positions(keys: Sequence[bytes], hash_count: int, vector_size: int) -> np.ndarray:
-    """Bit positions of every key, in input order: shape (len(keys), hash_count)."""
-    result = np.empty((len(keys), hash_count), dtype=np.int64)
-    by_length: dict[int, list[int]] = {}
-    for index, key in enumerate(keys):
-        by_length.setdefault(len(key), []).append(index)
-    for length, indexes in by_length.items():
+def key_bit_positions(keys: Sequence[bytes] | pa.Array, hash_count: int, vector_size: int) -> np.ndarray:
+    """Bit positions of every key, in input order: shape (len(keys), hash_count).
+
+    ``keys`` is a list of UTF-8 byte strings or an Arrow string array (read without copying to Python).
+    """
+    if not isinstance(keys, pa.Array | pa.ChunkedArray):
+        keys = pa.array(keys, pa.binary())
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks() if keys.num_chunks else pa.array([], pa.binary())
+    keys = keys.cast(pa.large_binary())
+    count = len(keys)
+    result = np.empty((count, hash_count), dtype=np.int64)
+    if count == 0:
+        return result
+    offsets_buffer, data_buffer = keys.buffers()[1], keys.buffers()[2]
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int64)[keys.offset : keys.offset + count + 1]
+    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
+    lengths = np.diff(offsets)
+    for length in np.unique(lengths):
+        rows = np.nonzero(lengths == length)[0]
         if length:
-            data = np.frombuffer(b"".join(keys[i] for i in indexes), dtype=np.uint8).reshape(-1, length)
+            matrix = data[offsets[rows][:, None] + np.arange(length)]
         else:
-            data = np.zeros((len(indexes), 0), dtype=np.uint8)
-        result[np.asarray(indexes)] = _bit_positions(data, hash_count, vector_size)
+            matrix = np.zeros((len(rows), 0), dtype=np.uint8)
+        result[rows] = _bit_positions(matrix, hash_count, vector_size)
     return result
 
 
@@ -133,13 +147,17 @@ class DynamicBloomFilter:
             return 0
         return len(self.rows) - 1
 
-    def add_all(self, keys: Iterable[str]) -> None:
-        encoded = [key.encode("utf-8") for key in keys]
-        if not encoded:
+    def add_all(self, keys: Iterable[str] | pa.Array | pa.ChunkedArray) -> None:
+        if isinstance(keys, pa.Array | pa.ChunkedArray):
+            arrow_keys = keys
+        else:
+            arrow_keys = pa.array([key.encode("utf-8") for key in keys], pa.binary())
+        if len(arrow_keys) == 0:
             return
-        positions = key_bit_positions(encoded, self.hash_count, self.vector_size)
+        positions = key_bit_positions(arrow_keys, self.hash_count, self.vector_size)
+        total = len(positions)
         start = 0
-        while start < len(encoded):
+        while start < total:
             row = self._active_row()
             if self._reached_max:
                 # Round robin, one key per row: assign the rest key by key.

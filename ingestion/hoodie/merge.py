@@ -107,11 +107,11 @@ def write_bucket(incoming: pa.Table, plan: BucketPlan, ctx: WriteContext, task_i
         pa.scalar(f"{ctx.instant}_{task_id}_"), pc.cast(pa.array(range(count), pa.int64()), pa.string()), ""
     )
     new_meta = {
-        "_hoodie_commit_time": pa.array([ctx.instant] * count, pa.string()),
+        "_hoodie_commit_time": pa.repeat(pa.scalar(ctx.instant, pa.string()), count),
         "_hoodie_commit_seqno": seqno,
         "_hoodie_record_key": new_rows.column(RECORD_KEY),
-        "_hoodie_partition_path": pa.array([plan.partition_path] * count, pa.string()),
-        "_hoodie_file_name": pa.array([name] * count, pa.string()),
+        "_hoodie_partition_path": pa.repeat(pa.scalar(plan.partition_path, pa.string()), count),
+        "_hoodie_file_name": pa.repeat(pa.scalar(name, pa.string()), count),
     }
     parts = [_with_meta(new_meta, new_data)]
     if old is not None:
@@ -119,7 +119,7 @@ def write_bucket(incoming: pa.Table, plan: BucketPlan, ctx: WriteContext, task_i
         carried_data = conform(carried.drop_columns([c for c in carried.column_names if c in META_FIELDS]),
                                ctx.schema, f"base file {plan.base_file}")
         carried_meta = {m: carried.column(m) for m in META_FIELDS[:4]}
-        carried_meta["_hoodie_file_name"] = pa.array([name] * carried.num_rows, pa.string())
+        carried_meta["_hoodie_file_name"] = pa.repeat(pa.scalar(name, pa.string()), carried.num_rows)
         parts.insert(0, _with_meta(carried_meta, carried_data))
     rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     path = partition_dir(ctx.base_path, plan.partition_path) / name

@@ -9,15 +9,22 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ingestion.hoodie.avro import META_FIELDS, avro_schema_json
+from ingestion.hoodie.basefile import open_parquet_writer
 from ingestion.hoodie.bloom import BLOOM_TYPE_CODE, DynamicBloomFilter
 from ingestion.hoodie.keys import RECORD_KEY
 from ingestion.hoodie.merge import WriteContext
 from ingestion.hoodie.schema import conform
+
+
+def constant(value: str, count: int) -> pa.Array:
+    """``count`` copies of one string, built without a Python list."""
+    return pa.repeat(pa.scalar(value, pa.string()), count)
 
 
 class SliceWriter:
@@ -31,6 +38,7 @@ class SliceWriter:
         self._writer: pq.ParquetWriter | None = None
         self._buffer: list[pa.Table] = []
         self._buffered = 0
+        self._buffer_bytes = 0
         self._keys: list[pa.ChunkedArray] = []
         self.num_rows = 0
         self._closed = False
@@ -38,22 +46,26 @@ class SliceWriter:
     def write(self, keyed: pa.Table) -> None:
         """Append rows carrying ``_hoodie_record_key`` and ``_hoodie_partition_path`` columns."""
         count = keyed.num_rows
+        if count == 0:
+            return
         data = conform(keyed.drop_columns([c for c in keyed.column_names if c in META_FIELDS]),
                        self.ctx.schema, f"data for partition {self.partition_path or '(none)'}")
         seq = pc.binary_join_element_wise(
             pa.scalar(f"{self.ctx.instant}_{self.task_id}_"),
-            pc.cast(pa.array(range(self.num_rows, self.num_rows + count), pa.int64()), pa.string()),
+            pc.cast(pa.array(np.arange(self.num_rows, self.num_rows + count, dtype=np.int64)), pa.string()),
             "",
         )
         keys = keyed.column(RECORD_KEY)
         meta = [
-            pa.array([self.ctx.instant] * count, pa.string()),
+            constant(self.ctx.instant, count),
             seq,
             keys,
-            pa.array([self.partition_path] * count, pa.string()),
-            pa.array([self.path.name] * count, pa.string()),
+            constant(self.partition_path, count),
+            constant(self.path.name, count),
         ]
-        self._buffer.append(pa.Table.from_arrays(meta + list(data.columns), schema=self.schema))
+        chunk = pa.Table.from_arrays(meta + list(data.columns), schema=self.schema)
+        self._buffer.append(chunk)
+        self._buffer_bytes += chunk.nbytes
         self._keys.append(keys)
         self._buffered += count
         self.num_rows += count
@@ -64,26 +76,21 @@ class SliceWriter:
         if not self._buffer:
             return
         if self._writer is None:
-            options = self.ctx.file_options
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._writer = pq.ParquetWriter(
-                self.path, self.schema, compression=options.compression,
-                compression_level=options.compression_level, coerce_timestamps="us", store_schema=False,
-            )
+            self._writer = open_parquet_writer(self.path, self.schema, self.ctx.file_options)
         self._writer.write_table(pa.concat_tables(self._buffer), row_group_size=max(self._buffered, 1))
-        self._buffer, self._buffered = [], 0
+        self._buffer, self._buffered, self._buffer_bytes = [], 0, 0
 
     @property
     def bytes_written(self) -> int:
         flushed = os.path.getsize(self.path) if self._writer is not None and self.path.exists() else 0
-        return flushed + sum(t.nbytes for t in self._buffer) // 3  # buffered bytes, roughly compressed
+        return flushed + self._buffer_bytes // 3  # buffered bytes, roughly compressed
 
     def close(self) -> dict:
         self._flush()
         options = self.ctx.file_options
         keys = pa.chunked_array([c for k in self._keys for c in k.chunks], pa.string())
         bloom = DynamicBloomFilter(options.bloom_num_entries, options.bloom_fpp, options.bloom_max_entries)
-        bloom.add_all(keys.to_pylist())
+        bloom.add_all(keys)
         min_max = pc.min_max(keys)
         assert self._writer is not None
         self._writer.add_key_value_metadata(

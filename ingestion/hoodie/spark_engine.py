@@ -63,10 +63,8 @@ def _write_new_files(config: TableConfig, ctx: WriteContext, max_file_bytes: int
         task_id, token = _task_identity()
         writers: dict[str, SliceWriter] = {}
         stats: list[dict] = []
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            keyed = with_keys(pa.Table.from_batches([batch]), config)
+        for chunk in _rechunk(batches, 131_072):
+            keyed = with_keys(chunk, config)
             partitions = keyed.column(PARTITION_PATH)
             for partition in pc.unique(partitions).to_pylist():
                 rows = keyed.filter(pc.equal(partitions, partition))
@@ -84,6 +82,22 @@ def _write_new_files(config: TableConfig, ctx: WriteContext, max_file_bytes: int
         yield pa.RecordBatch.from_pylist(stats, schema=STAT_SCHEMA)
 
     return run
+
+
+def _rechunk(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    """Regroup Spark's small Arrow batches into tables of about ``rows`` rows."""
+    pending: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        pending.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            yield pa.Table.from_batches(pending)
+            pending, count = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending)
 
 
 def _new_slice(ctx: WriteContext, partition: str, task_id: int, token: str) -> SliceWriter:
