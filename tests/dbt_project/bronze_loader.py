@@ -54,7 +54,7 @@ class BronzeLoader:
 
     def __init__(self, host: str, port: int, schema: str = "bronze"):
         self.host, self.port, self.schema = host, port, schema
-        self._instant = dt.datetime(2026, 1, 1, 0, 0, 0)
+        self._last_instant = ""
 
     def _execute(self, statements: Iterable[str]) -> None:
         with thrift.connect(self.host, self.port) as conn:
@@ -75,13 +75,18 @@ class BronzeLoader:
         self._execute(statements)
 
     def next_instant(self) -> str:
-        self._instant += dt.timedelta(seconds=1)
-        return self._instant.strftime("%Y%m%d%H%M%S") + "000"
+        """A Hudi-style instant (yyyyMMddHHmmssSSS, UTC now), strictly increasing."""
+        while True:
+            now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+            instant = now.strftime("%Y%m%d%H%M%S") + f"{now.microsecond // 1000:03d}"
+            if instant > self._last_instant:
+                self._last_instant = instant
+                return instant
 
     def commit(self, events: dict[str, list[dict]]) -> str:
         """Append one commit of events per table; returns the commit instant."""
         instant = self.next_instant()
-        ingested_at = dt.datetime.strptime(instant[:14], "%Y%m%d%H%M%S")
+        ingested_at = dt.datetime.strptime(instant, "%Y%m%d%H%M%S%f")
         statements = []
         for table, rows in events.items():
             if not rows:

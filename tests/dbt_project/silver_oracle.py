@@ -44,10 +44,10 @@ def normalize(value: object) -> object:
         return value.replace(tzinfo=None).isoformat(sep=" ")
     if isinstance(value, dt.date):
         return value.isoformat()
-    if isinstance(value, str):
-        # PyHive returns timestamps as strings: '2008-01-01 00:00:00' (maybe with fraction).
-        if len(value) >= 19 and value[4:5] == "-" and value[10:11] == " " and value[13:14] == ":":
-            return value[:19] if value[19:].strip(".0") == "" else value
+    # PyHive returns timestamps as strings: '2008-01-01 00:00:00' (maybe with a zero fraction).
+    if isinstance(value, str) and len(value) >= 19 and value[4:5] == "-" and value[10:11] == " " \
+            and value[13:14] == ":":
+        return value[:19] if value[19:].strip(".0") == "" else value
     return value
 
 

@@ -38,7 +38,9 @@ known_events as (
         events.last_changed_at
     from events
     left join venues on events.venue_id = venues.venue_id and not venues.is_unknown_member
-    left join categories on events.category_id = categories.category_id and not categories.is_unknown_member
+    left join
+        categories
+        on events.category_id = categories.category_id and not categories.is_unknown_member
     left join dates on events.date_id = dates.date_id and not dates.is_unknown_member
 
 ),

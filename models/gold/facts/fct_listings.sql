@@ -66,7 +66,9 @@ listings_with_keys as (
         coalesce(events.category_id, {{ var('unknown_member_key') }}) as resolved_category_id
     from listings
     left join events on listings.event_id = events.event_id and not events.is_unknown_member
-    left join users as sellers on listings.seller_id = sellers.user_id and not sellers.is_unknown_member
+    left join
+        users as sellers
+        on listings.seller_id = sellers.user_id and not sellers.is_unknown_member
     left join dates on listings.date_id = dates.date_id and not dates.is_unknown_member
 
 ),
@@ -104,7 +106,8 @@ final as (
         coalesce(sales_per_listing.revenue, 0) as revenue,
         coalesce(sales_per_listing.commission, 0) as commission,
         round(
-            coalesce(sales_per_listing.tickets_sold, 0) / nullif(listings_with_keys.num_tickets, 0), 4
+            coalesce(sales_per_listing.tickets_sold, 0) / nullif(listings_with_keys.num_tickets, 0),
+            4
         ) as sell_through,
 
         ----------  dates

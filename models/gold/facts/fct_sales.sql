@@ -49,7 +49,9 @@ sales_with_keys as (
     from sales
     left join events on sales.event_id = events.event_id and not events.is_unknown_member
     left join users as buyers on sales.buyer_id = buyers.user_id and not buyers.is_unknown_member
-    left join users as sellers on sales.seller_id = sellers.user_id and not sellers.is_unknown_member
+    left join
+        users as sellers
+        on sales.seller_id = sellers.user_id and not sellers.is_unknown_member
     left join dates on sales.date_id = dates.date_id and not dates.is_unknown_member
 
 ),

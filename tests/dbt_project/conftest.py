@@ -1,0 +1,68 @@
+"""Fixtures of the dbt project tests: a bronze loader and a dbt runner on the shared Thrift server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from ingestion import thrift
+from ingestion.cdc.contracts import load_contracts
+from tests.dbt_project.bronze_loader import BronzeLoader
+from tests.dbt_project.cdc_fixture import TickitFixture, replay_live_rows
+from tests.dbt_project.dbt_runner import DbtRunner
+from tests.dbt_project.silver_oracle import differences, oracle_rows, silver_rows
+
+LAYER_SCHEMAS = ("staging", "silver", "gold", "seeds", "snapshots")
+
+
+@dataclass
+class DbtLakehouse:
+    """A Thrift server with fixture bronze, a dbt runner and the plain-Python oracle."""
+
+    server: object
+    loader: BronzeLoader
+    dbt: DbtRunner
+    fixture: TickitFixture
+    events: dict[str, list[dict]]
+
+    def commit(self, events: dict[str, list[dict]]) -> str:
+        for table, rows in events.items():
+            self.events.setdefault(table, []).extend(rows)
+        return self.loader.commit(events)
+
+    def sql(self, statement: str) -> list[tuple]:
+        return thrift.run_sql(self.server.host, self.server.port, statement)
+
+    def silver_differences(self) -> dict[str, list[str]]:
+        """Per table, how silver differs from the oracle replay of every committed event."""
+        out = {}
+        for table, contract in load_contracts().items():
+            expected = oracle_rows(replay_live_rows(self.events.get(table, []), contract.primary_key), table)
+            actual = silver_rows(self.server.host, self.server.port, table)
+            problems = differences(actual, expected)
+            if problems:
+                out[table] = problems
+        return out
+
+    def relation_rows(self, relation: str) -> list[tuple]:
+        """Every row of a relation, sorted (for equality checks between runs)."""
+        return sorted(self.sql(f"select * from {relation}"), key=repr)
+
+
+def reset_lakehouse(server, tmp_path) -> DbtLakehouse:
+    """Drop every dbt schema and reload bronze with the fixture's initial events."""
+    for schema in LAYER_SCHEMAS:
+        thrift.run_sql(server.host, server.port, f"drop schema if exists {schema} cascade")
+    loader = BronzeLoader(server.host, server.port)
+    loader.create_all()
+    fixture = TickitFixture()
+    lakehouse = DbtLakehouse(server, loader, DbtRunner(server.env, tmp_path), fixture, {})
+    lakehouse.commit(fixture.initial_events())
+    return lakehouse
+
+
+@pytest.fixture
+def lakehouse(thrift_server, tmp_path) -> Iterator[DbtLakehouse]:
+    yield reset_lakehouse(thrift_server, tmp_path)

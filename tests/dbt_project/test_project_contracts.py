@@ -1,0 +1,131 @@
+"""Static checks of the dbt project against the CDC table contracts and the house style.
+
+No warehouse needed: these read the YAML and SQL files directly and compare them with
+ingestion.cdc.contracts (the single source of truth of the bronze columns).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ingestion.cdc.contracts import BRONZE_METADATA_COLUMNS, load_contracts
+from tests.dbt_project.dbt_runner import PROJECT_DIR
+from tests.dbt_project.silver_oracle import SILVER_COLUMNS
+
+MODELS = PROJECT_DIR / "models"
+HOODIE_COLUMNS = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
+                  "_hoodie_partition_path", "_hoodie_file_name"]
+
+
+def _yaml_files(pattern: str) -> list[Path]:
+    return sorted(MODELS.glob(pattern))
+
+
+def _sources() -> dict[str, dict]:
+    """Source tables by table name, each with its source (system) name."""
+    tables = {}
+    for path in _yaml_files("staging/*/_*__sources.yml"):
+        for source in yaml.safe_load(path.read_text())["sources"]:
+            for table in source["tables"]:
+                tables[table["name"]] = {**table, "source": source["name"], "source_spec": source}
+    return tables
+
+
+def _models() -> dict[str, dict]:
+    models = {}
+    for path in MODELS.rglob("_*__models.yml"):
+        for model in yaml.safe_load(path.read_text())["models"]:
+            assert model["name"] not in models, f"{path}: model {model['name']} documented twice"
+            models[model["name"]] = {**model, "yaml": path}
+    return models
+
+
+@pytest.mark.parametrize("table", sorted(load_contracts()))
+def test_source_columns_equal_the_contract_bronze_columns(table: str) -> None:
+    contract = load_contracts()[table]
+    source = _sources().get(table)
+    assert source is not None, f"no dbt source for contract table {table!r}"
+    assert source["source"] == contract.system, f"{table}: source {source['source']} != system {contract.system}"
+    declared = [(c["name"], c.get("data_type")) for c in source["columns"]]
+    expected = list(contract.bronze_columns) + [(name, "string") for name in HOODIE_COLUMNS]
+    assert declared == expected
+
+
+@pytest.mark.parametrize("table", sorted(load_contracts()))
+def test_every_source_column_is_described_and_freshness_is_set(table: str) -> None:
+    source = _sources()[table]
+    undocumented = [c["name"] for c in source["columns"] if not str(c.get("description", "")).strip()]
+    assert not undocumented, f"{table}: columns without description: {undocumented}"
+    config = source["source_spec"].get("config", {})
+    assert config.get("loaded_at_field") == "_cdc_ingested_at"
+    assert config.get("freshness", {}).get("error_after"), f"{table}: no freshness error_after"
+
+
+def test_bronze_metadata_columns_reach_staging() -> None:
+    """Every staging model renames all `_cdc_*` columns through one macro (no drift per model)."""
+    for table, contract in load_contracts().items():
+        relation = SILVER_COLUMNS[table][0]
+        sql = (MODELS / "staging" / contract.system / f"stg_{contract.system}__{relation}.sql").read_text()
+        assert "{{ cdc_metadata_columns() }}" in sql, f"{table}: staging does not use cdc_metadata_columns()"
+    macro = (PROJECT_DIR / "macros" / "cdc" / "cdc_metadata_columns.sql").read_text()
+    missing = [name for name, _ in BRONZE_METADATA_COLUMNS if name not in macro]
+    assert not missing, f"cdc_metadata_columns() drops {missing}"
+
+
+@pytest.mark.parametrize("table", sorted(load_contracts()))
+def test_staging_renames_every_contract_column_as_silver_expects(table: str) -> None:
+    contract = load_contracts()[table]
+    relation, columns = SILVER_COLUMNS[table]
+    sql = (MODELS / "staging" / contract.system / f"stg_{contract.system}__{relation}.sql").read_text()
+    for source_name, silver_name in columns.items():
+        expected = source_name if source_name == silver_name else f"{source_name} as {silver_name}"
+        assert f"{expected}," in sql, f"stg model of {table}: expected `{expected}`"
+    assert set(columns) == set(contract.column_names)
+
+
+def test_every_model_and_column_is_described() -> None:
+    models = _models()
+    sql_models = {p.stem for p in MODELS.rglob("*.sql")}
+    assert sql_models == set(models), f"undocumented: {sql_models - set(models)}, stale: {set(models) - sql_models}"
+    for name, model in models.items():
+        assert str(model.get("description", "")).strip(), f"{name}: no description"
+        for column in model.get("columns", []):
+            assert str(column.get("description", "")).strip(), f"{name}.{column['name']}: no description"
+
+
+def _tests_of(column: dict) -> list[str]:
+    names = []
+    for test in column.get("data_tests", []) or []:
+        names.append(test if isinstance(test, str) else next(iter(test)))
+    return names
+
+
+def test_every_silver_and_gold_model_has_a_tested_primary_key() -> None:
+    """unique + not_null on a key column, or a model-level unique_combination_of_columns."""
+    for name, model in _models().items():
+        if name.startswith("stg_") and name != "stg_ingestion__dead_letters":
+            continue  # change events: several rows per key by design
+        tested = [c["name"] for c in model.get("columns", []) if {"unique", "not_null"} <= set(_tests_of(c))]
+        combination = "unique_combination_of_columns" in str(model.get("data_tests", ""))
+        assert tested or combination, f"{name}: no unique + not_null key"
+
+
+def test_only_staging_reads_sources() -> None:
+    for path in MODELS.rglob("*.sql"):
+        if "source(" in path.read_text():
+            assert path.parts[-3] == "staging" or path.parent.parent.name == "staging", f"{path} reads a source"
+
+
+def test_hoodie_columns_stop_at_staging() -> None:
+    for path in MODELS.rglob("*.sql"):
+        if "staging" in path.parts:
+            continue
+        assert "_hoodie_" not in path.read_text(), f"{path} uses a _hoodie_ column"
+
+
+def test_silver_has_one_relation_per_entity() -> None:
+    silver = {p.stem for p in (MODELS / "silver").glob("*.sql")}
+    assert silver == {relation for relation, _ in SILVER_COLUMNS.values()}

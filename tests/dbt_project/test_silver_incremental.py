@@ -1,0 +1,128 @@
+"""The silver layer against a plain-Python replay oracle, through a real Thrift server.
+
+Default suite: silver built, then incremental after changes (updates, deletes, a
+delete + re-insert, late events, a truncate), compared row by row with the oracle each
+time. Slow suite: full `dbt build` twice, full-refresh equality, a killed run, snapshots,
+docs.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import pytest
+
+from tests.dbt_project.conftest import DbtLakehouse
+
+SILVER = ("tag:silver",)
+
+
+def test_silver_equals_oracle_before_and_after_incremental_changes(lakehouse: DbtLakehouse) -> None:
+    lakehouse.dbt.run("run", "-s", *SILVER)
+    assert lakehouse.silver_differences() == {}
+
+    changes_commit = lakehouse.commit(lakehouse.fixture.change_events())
+    lakehouse.dbt.run("run", "-s", *SILVER)
+    assert lakehouse.silver_differences() == {}
+
+    # the watermark of every state model advanced to the changes' commit
+    watermarks = dict(lakehouse.sql(
+        "select model_name, max(watermark) from silver.cdc_watermarks group by model_name"))
+    assert len(watermarks) == 7
+    assert watermarks["users_cdc_state"] == changes_commit
+    assert watermarks["venues_cdc_state"] == changes_commit
+
+
+def test_incremental_run_rewrites_only_touched_buckets(lakehouse: DbtLakehouse) -> None:
+    """A change to one sale rewrites only that sale's key bucket of sales_cdc_state."""
+    lakehouse.dbt.run("run", "-s", "sales_cdc_state")
+    before = dict(lakehouse.sql(
+        "select key_bucket, max(input_file_name()) from silver.sales_cdc_state group by key_bucket"))
+    assert len(before) == 8
+    row = dict(lakehouse.fixture.rows["sale"][1])
+    lakehouse.fixture._put("sale", "u", dict(row, qtysold=row["qtysold"] % 8 + 1))
+    lakehouse.commit(lakehouse.fixture.log.take())
+    lakehouse.dbt.run("run", "-s", "sales_cdc_state")
+    after = dict(lakehouse.sql(
+        "select key_bucket, max(input_file_name()) from silver.sales_cdc_state group by key_bucket"))
+    rewritten = sorted(b for b in before if before[b] != after[b])
+    (bucket,) = lakehouse.sql("select key_bucket from silver.sales_cdc_state where sale_id = 1")[0]
+    assert rewritten == [bucket]
+
+
+@pytest.mark.slow
+def test_dbt_build_twice_with_changes_between_passes_every_test(lakehouse: DbtLakehouse) -> None:
+    lakehouse.dbt.run("build")
+    assert lakehouse.silver_differences() == {}
+    lakehouse.commit(lakehouse.fixture.change_events())
+    lakehouse.dbt.run("build")
+    assert lakehouse.silver_differences() == {}
+
+
+@pytest.mark.slow
+def test_full_refresh_gives_identical_silver_and_gold(lakehouse: DbtLakehouse) -> None:
+    lakehouse.dbt.run("run")
+    lakehouse.commit(lakehouse.fixture.change_events())
+    lakehouse.dbt.run("run")
+    relations = [f"silver.{t}" for t in ("users", "venues", "categories", "dates", "events", "listings", "sales")]
+    relations += ["gold.fct_sales", "gold.fct_listings", "gold.dim_users", "gold.dim_venues",
+                  "gold.rpt_event_sell_through", "gold.rpt_monthly_revenue_and_commission"]
+    incremental = {r: lakehouse.relation_rows(r) for r in relations}
+    lakehouse.dbt.run("run", "--full-refresh")
+    refreshed = {r: lakehouse.relation_rows(r) for r in relations}
+    for relation in relations:
+        assert refreshed[relation] == incremental[relation], relation
+
+
+@pytest.mark.slow
+def test_killed_run_then_rerun_ends_in_the_same_silver(lakehouse: DbtLakehouse) -> None:
+    lakehouse.dbt.run("run", "-s", *SILVER)
+    lakehouse.commit(lakehouse.fixture.change_events())
+    process = lakehouse.dbt.start("run", "-s", *SILVER, "--threads", "1")
+    output = []
+    deadline = time.monotonic() + 900
+    for line in process.stdout:  # kill right after the first state model committed
+        output.append(line)
+        if "OK created sql incremental model" in line or time.monotonic() > deadline:
+            break
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=60)
+    assert any("OK created" in line for line in output), "".join(output[-20:])
+    lakehouse.dbt.run("run", "-s", *SILVER)
+    assert lakehouse.silver_differences() == {}
+
+
+@pytest.mark.slow
+def test_snapshot_twice_records_changed_rows_as_new_versions(lakehouse: DbtLakehouse) -> None:
+    lakehouse.dbt.run("run", "-s", "+users", "+venues")
+    lakehouse.dbt.run("snapshot")
+    fixture = lakehouse.fixture
+    fixture._put("user", "u", dict(fixture.rows["user"][10], city="Elsewhere"))
+    fixture.log.delete("user", fixture.rows["user"].pop(11))
+    fixture._put("venue", "u", dict(fixture.rows["venue"][2], venueseats=4321))
+    lakehouse.commit(fixture.log.take())
+    lakehouse.dbt.run("run", "-s", "+users", "+venues")
+    lakehouse.dbt.run("snapshot")
+    users = lakehouse.sql("select user_id, city, dbt_valid_to is null from snapshots.users_history "
+                          "where user_id in (10, 11, 12) order by user_id, dbt_valid_from")
+    assert [(user_id, is_open) for user_id, _, is_open in users] == [(10, False), (10, True), (11, False), (12, True)]
+    assert users[1][1] == "Elsewhere" and users[0][1] != "Elsewhere"
+    venues = lakehouse.sql("select venue_seats, dbt_valid_to is null from snapshots.venues_history "
+                           "where venue_id = 2 order by dbt_valid_from")
+    assert venues == [(venues[0][0], False), (4321, True)]
+    assert venues[0][0] != 4321
+
+
+@pytest.mark.slow
+def test_docs_generate_lists_every_model_with_its_columns(lakehouse: DbtLakehouse) -> None:
+    lakehouse.dbt.run("run")
+    lakehouse.dbt.run("docs", "generate")
+    catalog = json.loads((lakehouse.dbt.work_dir / "target" / "catalog.json").read_text())
+    manifest = json.loads((lakehouse.dbt.work_dir / "target" / "manifest.json").read_text())
+    models = {k for k, v in manifest["nodes"].items() if v["resource_type"] == "model"}
+    assert models <= set(catalog["nodes"]), models - set(catalog["nodes"])
+    for key in models:
+        documented = set(manifest["nodes"][key]["columns"])
+        assert documented <= set(catalog["nodes"][key]["columns"]), key
