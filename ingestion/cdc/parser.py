@@ -16,14 +16,18 @@ Shapes, detected per line:
   ``__commit_lsn``, ``__event_serial_no`` (SQL Server). Without any of them the event
   gets a degraded position (see ``ingestion.cdc.position``).
 
-Classification order: invalid UTF-8 -> ``bad_encoding``; a line that is exactly ``null``
-(or a wrapper whose payload is null) -> ``Tombstone``; topic not in the contracts ->
-``unknown_topic``; not JSON -> ``malformed_json``; not an event object, a missing row
-image, a missing source timestamp, a schema that does not fit -> ``incompatible_schema``;
-no op / an op outside ``c u d r t m`` -> ``unknown_op``; ``m`` (logical message) ->
-``unsupported_op``; a value that does not fit its contract type or a bad position
-field -> ``type_mismatch``; a null or absent primary-key column (not for ``t``) ->
-``missing_pk``.
+Checks, in order (the first failing one gives the reason): invalid UTF-8 ->
+``bad_encoding``; a line that is exactly ``null`` (or a wrapper whose payload is null)
+-> ``Tombstone``; topic not in the contracts -> ``unknown_topic``; not JSON ->
+``malformed_json``; not a JSON object -> ``incompatible_schema``; no op or an op
+outside ``c u d r t m`` -> ``unknown_op``; ``m`` (logical message) -> ``unsupported_op``;
+no row image for the op, no source timestamp, a ``__deleted`` that contradicts the op ->
+``incompatible_schema``; per contract column in order: an event schema type that cannot
+feed the column -> ``incompatible_schema``, a value that does not fit the column type ->
+``type_mismatch``; a null or absent primary-key column (not for ``t``) -> ``missing_pk``;
+a position field or source timestamp that cannot be rendered -> ``type_mismatch``.
+``parse_line`` never raises for a bad line: anything else unexpected is dead-lettered
+as ``incompatible_schema`` with the exception in the message.
 
 Row values: ``c``/``u``/``r`` from ``after``, ``d`` from ``before`` (envelope) or the
 flattened row; contract columns absent from the image are None (PostgreSQL REPLICA
