@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import os
 from collections.abc import Iterator
@@ -100,7 +101,8 @@ class HoodieTable:
         raise HoodieError(f"table {self.label}: no completed commit {instant!r}")
 
     def commit_metadata(self, instant: str) -> dict[str, Any]:
-        return self.timeline.read_json(self._completed(instant))
+        """The completed instant's HoodieCommitMetadata (a copy: callers may change it)."""
+        return copy.deepcopy(self.timeline.read_json(self._completed(instant)))
 
     def latest_extra_metadata(self, key: str) -> str | None:
         """The newest completed commit's ``extraMetadata[key]`` (commits without the key are skipped)."""

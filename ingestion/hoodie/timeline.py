@@ -22,6 +22,9 @@ INSTANT_FORMAT = "%Y%m%d%H%M%S"
 _INSTANT_FILE = re.compile(r"^(\d{17})\.([a-z]+)(?:\.(requested|inflight))?$")
 COMMIT_ACTIONS = ("commit", "replacecommit")
 REQUESTED, INFLIGHT, COMPLETED = "REQUESTED", "INFLIGHT", "COMPLETED"
+#: Parsed completed-commit metadata, process-wide (commit files are immutable once complete).
+_COMPLETED_CACHE: dict[tuple, dict[str, Any]] = {}
+_CACHE_LIMIT = 20_000
 
 
 @dataclass(frozen=True, order=True)
@@ -90,7 +93,6 @@ class Timeline:
 
     def __init__(self, meta_dir: Path) -> None:
         self.meta_dir = meta_dir
-        self._completed_cache: dict[str, dict[str, Any]] = {}  # completed instant files never change
 
     def instants(self) -> list[Instant]:
         """Every instant, one entry per (timestamp, action) at its furthest state, in time order."""
@@ -116,10 +118,14 @@ class Timeline:
         return max(i.timestamp for i in instants) if instants else None
 
     def read_json(self, instant: Instant) -> dict[str, Any]:
-        name = instant.file_name()
-        if name in self._completed_cache:
-            return self._completed_cache[name]
-        path = self.meta_dir / name
+        path = self.meta_dir / instant.file_name()
+        cache_key = None
+        if instant.state == COMPLETED:
+            # Completed instant files never change; the stat guards against a table recreated in place.
+            stat = path.stat()
+            cache_key = (str(path), stat.st_mtime_ns, stat.st_size, stat.st_ino)
+            if cache_key in _COMPLETED_CACHE:
+                return _COMPLETED_CACHE[cache_key]
         raw = path.read_bytes()
         if not raw.strip():
             return {}
@@ -127,8 +133,10 @@ class Timeline:
             payload = json.loads(raw)
         except ValueError as exc:
             raise HoodieError(f"{path}: not JSON commit metadata ({exc})") from exc
-        if instant.state == COMPLETED:
-            self._completed_cache[name] = payload
+        if cache_key is not None:
+            if len(_COMPLETED_CACHE) >= _CACHE_LIMIT:
+                _COMPLETED_CACHE.clear()
+            _COMPLETED_CACHE[cache_key] = payload
         return payload
 
     def write(self, instant: Instant, payload: bytes) -> None:

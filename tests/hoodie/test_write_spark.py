@@ -79,3 +79,21 @@ def test_spark_and_arrow_inputs_agree_on_keys(spark, tmp_path):
         got.append(sorted((r["_hoodie_record_key"], r["_hoodie_partition_path"]) for r in snapshot))
     assert got[0] == got[1]
     assert any("active=__HIVE_DEFAULT_PARTITION__" in p for _, p in got[0])
+
+
+def test_spark_upsert_into_a_java_table_with_nested_types(spark, java_table):
+    from tests.hoodie.test_fixtures import _eve, _full
+
+    base = java_table("v6_complexkeygen_hivestyle")
+    before = hudi_snapshot(base)
+    table = HoodieTable.open(base)
+    bob = next(r for r in before if r["id"] == 2)
+    changed = {**{k: v for k, v in bob.items() if not k.startswith("_hoodie")}, "isActive": not bob["isActive"],
+               "longField": bob["longField"] + 1}
+    rows = pa.Table.from_pylist([_eve(1, True), changed], schema=table.schema())
+    with table.writer() as writer:
+        writer.write(spark.createDataFrame(rows), operation="upsert")
+    expected = _full(before)
+    expected[2] = _full([changed])[2]
+    expected[5] = _full([_eve(1, True)])[5]
+    assert _full(hudi_snapshot(base)) == expected
