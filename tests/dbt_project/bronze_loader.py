@@ -17,15 +17,10 @@ from decimal import Decimal
 
 from ingestion import thrift
 from ingestion.cdc.contracts import load_contracts
+from ingestion.stream.bronze import DEAD_LETTER_TABLE_COLUMNS as DEAD_LETTER_COLUMNS
 
 HOODIE_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
                   "_hoodie_partition_path", "_hoodie_file_name")
-DEAD_LETTER_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("raw_line", "string"), ("reason", "string"), ("message", "string"), ("topic", "string"),
-    ("kafka_partition", "int"), ("kafka_offset", "bigint"), ("landing_file", "string"),
-    ("dead_lettered_at", "timestamp"),
-)
-
 
 def sql_literal(value: object, sql_type: str) -> str:
     """A Spark SQL literal of `value` typed as `sql_type` (NULL typed too)."""

@@ -64,6 +64,14 @@ def test_every_source_column_is_described_and_freshness_is_set(table: str) -> No
     assert config.get("freshness", {}).get("error_after"), f"{table}: no freshness error_after"
 
 
+def test_dead_letter_source_matches_the_ingestion_table() -> None:
+    from ingestion.stream.bronze import DEAD_LETTER_TABLE_COLUMNS
+
+    source = _sources()["dead_letter"]
+    declared = [(c["name"], c.get("data_type")) for c in source["columns"]]
+    assert declared == [*DEAD_LETTER_TABLE_COLUMNS, ("_hoodie_commit_time", "string")]
+
+
 def test_bronze_metadata_columns_reach_staging() -> None:
     """Every staging model renames all `_cdc_*` columns through one macro (no drift per model)."""
     for table, contract in load_contracts().items():

@@ -11,7 +11,9 @@ renamed as (
     select
 
         ----------  ids
+        dead_letter_id,
         topic as kafka_topic,
+        table_name,
         kafka_partition,
         kafka_offset,
         landing_file,
@@ -21,8 +23,11 @@ renamed as (
         message,
         raw_line,
 
+        ----------  booleans
+        raw_is_base64,
+
         ----------  dates
-        dead_lettered_at,
+        ingested_at as dead_lettered_at,
         _hoodie_commit_time as bronze_commit_time
 
     from source
