@@ -84,6 +84,7 @@ def test_rerun_writes_nothing(mixed_run, spark) -> None:
     assert {t: hudi_commits(mixed_run.lake / "bronze" / t) for t in before} == before
 
 
+@pytest.mark.slow
 def test_reset_replays_everything_and_still_stores_each_event_once(mixed_run, spark) -> None:
     replay = ingest(spark, mixed_run.base, DATABASE, reset=True)
     assert sum(sum(r.events.values()) for r in replay.summary.reports) > 0  # every file was read again
