@@ -10,31 +10,62 @@
     ('listings', 'stg_ecomm__listings', 'listing_id'),
     ('sales', 'stg_ecomm__sales', 'sale_id'),
 ] %}
+with
 {% for silver, staging, key in entities %}
-    select
-        '{{ silver }}' as entity,
-        expected_keys,
-        actual_keys
-    from (
+    {{ silver }}_latest_truncate as (
+
+        select coalesce(max(cdc_position), '') as truncated_before
+        from {{ ref(staging) }}
+        where is_truncate
+
+    ),
+
+    {{ silver }}_per_key as (
+
+        select
+            {{ key }},
+            max_by(is_deleted, cdc_position) as latest_is_delete,
+            max(cdc_position) as latest_position
+        from {{ ref(staging) }}
+        where not is_truncate
+        group by {{ key }}
+
+    ),
+
+    {{ silver }}_expected as (
+
         select count(*) as expected_keys
-        from (
-            select
-                {{ key }},
-                max_by(is_deleted, cdc_position) as latest_is_delete,
-                max(cdc_position) as latest_position
-            from {{ ref(staging) }}
-            where not is_truncate
-            group by {{ key }}
-        ) as per_key
-        where not latest_is_delete
-            and latest_position > coalesce(
-                (
-                    select max(cdc_position) from {{ ref(staging) }}
-                    where is_truncate
-                ), ''
-            )
-    ) as expected
-    cross join (select count(*) as actual_keys from {{ ref(silver) }}) as actual
-    where expected_keys <> actual_keys
-    {% if not loop.last %}union all{% endif %}
+        from {{ silver }}_per_key
+        cross join {{ silver }}_latest_truncate
+        where
+            not {{ silver }}_per_key.latest_is_delete
+            and {{ silver }}_per_key.latest_position > {{ silver }}_latest_truncate.truncated_before
+
+    ),
+
+    {{ silver }}_actual as (
+
+        select count(*) as actual_keys
+        from {{ ref(silver) }}
+
+    ),
 {% endfor %}
+
+comparison as (
+    {% for silver, staging, key in entities %}
+        select
+            '{{ silver }}' as entity,
+            {{ silver }}_expected.expected_keys,
+            {{ silver }}_actual.actual_keys
+        from {{ silver }}_expected
+        cross join {{ silver }}_actual
+        {% if not loop.last %}union all{% endif %}
+    {% endfor %}
+)
+
+select
+    entity,
+    expected_keys,
+    actual_keys
+from comparison
+where expected_keys <> actual_keys

@@ -1,4 +1,4 @@
-{#- Latest change event per category_id (tombstones and the latest truncate kept); see cdc_state. -#}
+{#- Latest change event per key, tombstones and latest truncate kept (see cdc_state). -#}
 {{ cdc_state(
     ref('stg_ems__categories'),
     primary_key=['category_id'],

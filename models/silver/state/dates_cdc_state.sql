@@ -1,4 +1,4 @@
-{#- Latest change event per date_id (tombstones and the latest truncate kept); see cdc_state. -#}
+{#- Latest change event per key, tombstones and latest truncate kept (see cdc_state). -#}
 {{ cdc_state(
     ref('stg_ecomm__dates'),
     primary_key=['date_id'],

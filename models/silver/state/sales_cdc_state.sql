@@ -1,4 +1,4 @@
-{#- Latest change event per sale_id (tombstones and the latest truncate kept); see cdc_state. -#}
+{#- Latest change event per key, tombstones and latest truncate kept (see cdc_state). -#}
 {{ cdc_state(
     ref('stg_ecomm__sales'),
     primary_key=['sale_id'],
