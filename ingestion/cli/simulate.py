@@ -113,7 +113,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--landing", help="local directory or s3://bucket/prefix (default LAKEHOUSE_LANDING or $LAKEHOUSE_HOME/landing)"
     )
     parser.add_argument("--scale", type=float, default=1.0, help="synthetic users/listings/sales: 1.0 = full TICKIT")
-    parser.add_argument("--changes", type=_positive_int, default=20_000, help="change events per run (default 20000)")
+    parser.add_argument(
+        "--changes",
+        type=_positive_int,
+        default=20_000,
+        help="change events per run (default 20000; --truncate adds its truncate + reload events)",
+    )
     parser.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
     parser.add_argument("--format", choices=FORMATS, default="envelope", help="line shape (default envelope)")
     parser.add_argument(
@@ -137,8 +142,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="default",
         help="directory layout: partition=<p>/ or year=/month=/day=/ (default: default)",
     )
-    parser.add_argument("--inject-bad", type=_positive_int, default=0, help="mix N bad lines into the stream")
-    parser.add_argument("--restarts", type=_positive_int, default=2, help="connector restarts that re-deliver events")
+    parser.add_argument(
+        "--inject-bad",
+        type=_positive_int,
+        default=0,
+        help="mix N bad lines into the stream (one per dead-letter reason in turn)",
+    )
+    parser.add_argument(
+        "--restarts",
+        type=_positive_int,
+        default=2,
+        help="connector restarts per run that re-deliver recent events (default 2)",
+    )
     parser.add_argument("--truncate", action="store_true", help="also truncate and reload the category table once")
     parser.add_argument("--reset", action="store_true", help="delete topics/ and _oracle/ of the landing first")
     parser.add_argument("--s3-endpoint-url", help="S3 endpoint (default AWS_ENDPOINT_URL; e.g. a moto server)")
