@@ -42,7 +42,9 @@ def epoch_us(value: dt.datetime) -> int:
 class RowEncoder:
     """Encodes rows of one table the way its connector's Debezium connector does."""
 
-    def __init__(self, contract: TableContract):
+    def __init__(self, contract: TableContract, tinyint_booleans: bool = True):
+        """``tinyint_booleans=False`` writes MySQL ``tinyint(1)`` as JSON booleans (as with a boolean converter)."""
+        self.tinyint_booleans = tinyint_booleans
         self.contract = contract
         self.connector = contract.connector
         self.columns = contract.column_names
@@ -58,7 +60,7 @@ class RowEncoder:
             return epoch_us if self.connector == "postgres" else epoch_ms
         if kind == "date":
             return lambda value: (value - _EPOCH_DAY).days
-        if kind == "boolean" and self.connector == "mysql":
+        if kind == "boolean" and self.connector == "mysql" and self.tinyint_booleans:
             return int
         if kind.startswith("decimal"):
             return float
@@ -89,7 +91,7 @@ class RowEncoder:
         if kind == "date":
             return (value - _EPOCH_DAY).days
         if kind == "boolean":
-            return int(value) if self.connector == "mysql" else value
+            return int(value) if self.connector == "mysql" and self.tinyint_booleans else value
         if isinstance(value, Decimal):
             if precise:
                 return encode_unscaled_bytes(value, decimal_precision_scale(kind)[1])

@@ -132,6 +132,7 @@ class Simulation:
         self.storage: Storage = open_storage(options.landing, options.endpoint_url)
         self.contracts: dict[str, TableContract] = load_contracts()
         self.encoders = {name: RowEncoder(c) for name, c in self.contracts.items()}
+        self.boolean_encoders = {name: RowEncoder(c, tinyint_booleans=False) for name, c in self.contracts.items()}
         self.topics = {name: c.topics[0] for name, c in self.contracts.items()}
         self.column_names = {name: c.column_names for name, c in self.contracts.items()}
         if options.reset:
@@ -275,11 +276,14 @@ class Simulation:
         snapshot: str = "false",
     ) -> None:
         contract = self.contracts[table]
-        encoder = self.encoders[table]
+        shape = self._shape()
+        # mixed: flattened lines come from a pipeline whose MySQL tinyint(1) columns are JSON booleans
+        mixed_flat = shape == FLATTENED and self.options.format == "mixed"
+        encoder = self.boolean_encoders[table] if mixed_flat else self.encoders[table]
         connector_log = self.logs[contract.connector]
         source = source_block(connector_log, contract, ts_ms, snapshot, positions)
         lag = self.rng.randint(3, 900)
-        line = encoder.render(self._shape(), op, before, after, source, ts_ms + lag)
+        line = encoder.render(shape, op, before, after, source, ts_ms + lag)
         image = before if op == "d" else after
         key = None if image is None else image[PRIMARY_KEYS[table]]
         topic = self.topics[table]
