@@ -1,0 +1,143 @@
+"""Benchmark of the dbt project on the embedded default (managed Thrift server, parquet).
+
+Builds its own lakehouse instance in a temporary LAKEHOUSE_HOME on a free port:
+simulate (scale S) -> ingest -> dbt, then prints medians of several runs:
+  - `dbt build --full-refresh` (every model, seed, snapshot and test) at scale S
+    (goal at scale 1.0 on 2 cores: <= 120 s);
+  - `dbt run -s tag:silver` incremental after ~1% changes (simulated + ingested), as a
+    ratio to `dbt run -s tag:silver --full-refresh` of the same models on the same data
+    (goal <= 0.5).
+
+    .venv/bin/python benchmarks/bench_dbt.py [--scale 1.0] [--runs 3] [--change-pct 1.0] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from ingestion import thrift
+from ingestion.config import load_settings
+from ingestion.simulate.oracle import load_oracle
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+console = Console()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Instance:
+    """One isolated lakehouse (home, landing, lake, Thrift server) and the commands run against it."""
+
+    def __init__(self, home: Path, port: int, threads: int):
+        self.home, self.threads = home, threads
+        self.settings = dataclasses.replace(
+            load_settings(), home=home, landing=str(home / "landing"), lake=str(home / "lake"),
+            thrift_host="127.0.0.1", thrift_port=port,
+        )
+        self.env = {
+            **os.environ,
+            "LAKEHOUSE_HOME": str(home), "LAKEHOUSE_LANDING": self.settings.landing,
+            "LAKEHOUSE_LAKE": self.settings.lake, "LAKEHOUSE_THRIFT_HOST": "127.0.0.1",
+            "LAKEHOUSE_THRIFT_PORT": str(port), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+        }
+        self.env.pop("DBT_PROFILES_DIR", None)
+        self.env.pop("LAKEHOUSE_DBT_TARGET", None)
+
+    def run(self, command: list[str], what: str) -> float:
+        """Run a command; seconds it took. Raises with the output's tail when it fails."""
+        started = time.perf_counter()
+        result = subprocess.run(command, cwd=PROJECT_DIR, env=self.env, capture_output=True, text=True)
+        elapsed = time.perf_counter() - started
+        if result.returncode != 0:
+            tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
+            raise SystemExit(f"{what} failed (exit {result.returncode}):\n{tail}")
+        return elapsed
+
+    def lakehouse(self, *args: str, what: str) -> float:
+        return self.run([str(BIN / "lakehouse"), *args], what)
+
+    def dbt(self, *args: str) -> float:
+        return self.run([str(BIN / "dbt"), *args, "--project-dir", str(PROJECT_DIR),
+                         "--profiles-dir", str(PROJECT_DIR / "profiles"), "--threads", str(self.threads),
+                         "--target-path", str(self.home / "dbt-target"),
+                         "--log-path", str(self.home / "dbt-logs")], f"dbt {' '.join(args)}")
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="simulator scale (1.0 = full TICKIT)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per measurement (medians are printed)")
+    parser.add_argument("--change-pct", type=float, default=1.0, help="changes per incremental run, %% of rows")
+    parser.add_argument("--threads", type=int, default=2, help="dbt threads")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary LAKEHOUSE_HOME")
+    args = parser.parse_args()
+    if args.scale <= 0 or args.runs < 1 or not 0 < args.change_pct <= 100:
+        parser.error("--scale must be > 0, --runs >= 1, --change-pct in (0, 100]")
+
+    home = Path(tempfile.mkdtemp(prefix="bench-dbt-"))
+    instance = Instance(home, free_port(), args.threads)
+    console.print(f"lakehouse home {home}, Thrift port {instance.settings.thrift_port}")
+    try:
+        thrift.start(instance.settings, timeout=300)
+        simulate_s = instance.lakehouse("simulate", "--scale", str(args.scale), "--quiet", what="simulate")
+        ingest_s = instance.lakehouse("ingest", "--once", "--quiet", what="ingest")
+        oracle = load_oracle(instance.settings.landing)
+        live_rows = sum(len(oracle.live_rows(table)) for table in oracle.tables)
+        console.print(f"simulate {simulate_s:.1f} s, ingest {ingest_s:.1f} s, live rows {live_rows}")
+
+        builds = []
+        for run in range(args.runs):
+            builds.append(instance.dbt("build", "--full-refresh"))
+            console.print(f"dbt build --full-refresh #{run + 1}: {builds[-1]:.1f} s")
+
+        changes = max(1, int(live_rows * args.change_pct / 100))
+        incremental, full, ratios = [], [], []
+        for run in range(args.runs):
+            instance.lakehouse("simulate", "--changes", str(changes), "--quiet", what="simulate changes")
+            instance.lakehouse("ingest", "--once", "--quiet", what="ingest changes")
+            incremental.append(instance.dbt("run", "-s", "tag:silver"))
+            full.append(instance.dbt("run", "-s", "tag:silver", "--full-refresh"))
+            ratios.append(incremental[-1] / full[-1])
+            console.print(f"silver #{run + 1}: incremental {incremental[-1]:.1f} s, "
+                          f"full refresh {full[-1]:.1f} s, ratio {ratios[-1]:.2f}")
+
+        table = Table(title=f"dbt on the embedded default, scale {args.scale}, {os.cpu_count()} cores, "
+                            f"{args.threads} dbt threads (medians of {args.runs})")
+        table.add_column("measure")
+        table.add_column("median", justify="right")
+        table.add_column("goal", justify="right")
+        table.add_row("dbt build --full-refresh", f"{median(builds):.1f} s", "<= 120 s at scale 1.0")
+        table.add_row(f"dbt run -s tag:silver after {changes} changes", f"{median(incremental):.1f} s", "")
+        table.add_row("dbt run -s tag:silver --full-refresh", f"{median(full):.1f} s", "")
+        table.add_row("incremental / full refresh", f"{median(ratios):.2f}", "<= 0.5")
+        console.print(table)
+    finally:
+        thrift.stop(instance.settings)
+        if not args.keep:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
