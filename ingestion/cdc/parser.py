@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import functools
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -213,7 +214,7 @@ def parse_line(
         )
     if text.strip() == "null":
         return Tombstone(topic, partition, offset, landing_file)
-    contract = (topic_map() if contracts is None else contracts).get(topic)
+    contract = (_default_topics() if contracts is None else contracts).get(topic)
     if contract is None:
         return _dead(delivery, UNKNOWN_TOPIC, f"topic {topic!r} is not in any table contract", text, False, None)
     try:
@@ -267,13 +268,22 @@ def _dead(delivery: _Delivery, reason: str, message: str, raw: str, is_b64: bool
     )
 
 
+@functools.cache
+def _default_topics() -> Mapping[str, TableContract]:
+    """The project's topic -> contract map, built once (contracts are loaded once per process)."""
+    return topic_map()
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def _loads(text: str) -> Any:
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return _DECODER.decode(text)
     except (ValueError, RecursionError) as exc:
         raise _Reject(MALFORMED_JSON, f"line is not valid JSON: {exc}") from None
 
