@@ -1,6 +1,9 @@
 """Subprocess body of the crash tests: write one batch and SIGKILL ourselves at a chosen point.
 
-    python -m tests.hoodie.crash_writer <table> <point> <first_id> <count>
+    python -m tests.hoodie.crash_writer <table> <point> <first_id> <count> [spark]
+
+With ``spark`` the batch is a Spark DataFrame (files written by Python workers of a local Spark);
+the point ``while_executors_write`` kills the driver one second after the inflight instant lands.
 """
 
 from __future__ import annotations
@@ -8,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 
 import pyarrow as pa
 
@@ -27,6 +31,8 @@ def install(point: str) -> None:
     def timeline_write(self, instant, payload):
         if point == "before_inflight" and instant.state == INFLIGHT:
             _die()
+        if point == "while_executors_write" and instant.state == INFLIGHT:
+            threading.Timer(1.0, _die).start()
         if point == "before_complete" and instant.state == COMPLETED:
             _die()
         if point == "torn_complete" and instant.state == COMPLETED:
@@ -60,6 +66,11 @@ def main() -> None:
             "part": pa.array([f"p{i % 3}" for i in ids]),
         }
     )
+    if len(sys.argv) > 5 and sys.argv[5] == "spark":
+        from ingestion.spark import local_spark_session
+
+        spark = local_spark_session("crash-writer", extra_confs={"spark.ui.showConsoleProgress": "false"})
+        data = spark.createDataFrame(data).repartition(2)
     with table.writer(small_file_bytes=10 * 1024 * 1024) as writer:
         writer.write(data, operation="upsert")
     print("finished")

@@ -28,10 +28,10 @@ def _state(base: Path) -> list[tuple]:
     return project(hudi_snapshot(base), ["id", "seq", "part"])
 
 
-def _run_crash(base: Path, point: str) -> subprocess.CompletedProcess:
+def _run_crash(base: Path, point: str, *extra: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "tests.hoodie.crash_writer", str(base), point, "5", "10"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "tests.hoodie.crash_writer", str(base), point, "5", "10", *extra],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.parametrize(
@@ -114,3 +114,31 @@ def test_clean_keeps_time_travel_within_the_retained_commits(tmp_path):
         assert got == project(oracle.snapshot(instant), ["id", "seq", "part"])
     assert _state(base) == project(oracle.snapshot(), ["id", "seq", "part"])
     assert table.clean(retain_commits=2) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["while_executors_write", "before_complete", "after_complete"])
+def test_sigkill_of_a_spark_driver(tmp_path, point):
+    """The driver of a Spark write killed: the table reads as before or after, and recovers."""
+    base = tmp_path / "crash"
+    table = HoodieTable.create_or_open(base, CONFIG)
+    with table.writer() as writer:
+        writer.write(_batch(list(range(10)), 1), operation="upsert")
+    before = _state(base)
+    result = _run_crash(base, point, "spark")
+    assert result.returncode == -signal.SIGKILL, result.stderr[-2000:]
+    oracle = Oracle(("id",), ("part",), "seq")
+    oracle.apply("1", [{"id": i, "seq": 1, "part": f"p{i % 3}"} for i in range(10)], "upsert")
+    oracle.apply("2", [{"id": i, "seq": 10, "part": f"p{i % 3}"} for i in range(5, 15)], "upsert")
+    after = project(oracle.snapshot(), ["id", "seq", "part"])
+    assert _state(base) in (before, after)
+    if point == "after_complete":
+        assert _state(base) == after
+    time.sleep(3)  # let orphaned Python workers of the dead driver finish or die
+    reopened = HoodieTable.open(base)
+    with reopened.writer():
+        pass
+    assert reopened.pending_instants() == [] and _state(base) in (before, after)
+    completed = reopened.completed_instants()
+    visible = {bf.path for bf in reopened.latest_base_files()}
+    assert all(Path(p).stem.rsplit("_", 1)[1] in completed for p in visible)
