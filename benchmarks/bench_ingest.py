@@ -1,0 +1,197 @@
+"""Benchmark of the streaming ingestion (not a timed test): throughput, ratio to plain Spark, freshness.
+
+Prints medians of several runs:
+
+* ``lakehouse ingest --once`` of a simulated landing zone (default scale 1.0, ~425K
+  events) in events/s, after JVM start ("warm") and including it ("cold", first run);
+* the same files through plain Spark ``readStream.json -> writeStream.parquet``
+  (availableNow) and the ratio ingest time / plain time;
+* freshness in continuous mode (``--trigger 1``): a file landed -> its event visible in
+  ``bronze.sale`` through the Thrift server, p50/p95 (needs a running Thrift server:
+  ``lakehouse thrift start``; skipped otherwise).
+
+Usage: ``python benchmarks/bench_ingest.py [--scale 1.0] [--changes 20000] [--runs 3]
+[--format envelope] [--freshness-samples 20] [--work DIR]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import shutil
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from ingestion.cdc.landing import landing_file_name
+from ingestion.config import load_settings
+from ingestion.simulate.simulator import SimulationOptions, run_simulation
+from ingestion.stream import IngestOptions, run_ingest
+
+
+def landed_lines(landing: Path) -> int:
+    return sum(p.read_bytes().count(b"\n") for p in (landing / "topics").rglob("*.json"))
+
+
+def ingest_once(spark, landing: Path, work: Path) -> tuple[float, int]:
+    if work.exists():
+        shutil.rmtree(work)
+    options = IngestOptions(landing=str(landing), lake=str(work / "lake"), checkpoints_root=work / "checkpoints",
+                            once=True, sync=False)
+    started = time.perf_counter()
+    summary = run_ingest(options, spark=spark, log_stream=None)
+    elapsed = time.perf_counter() - started
+    return elapsed, sum(summary.events.values()) + summary.bad_events
+
+
+def plain_spark(spark, landing: Path, work: Path, schema) -> float:
+    if work.exists():
+        shutil.rmtree(work)
+    started = time.perf_counter()
+    query = (spark.readStream.schema(schema).option("recursiveFileLookup", "true").json(str(landing / "topics"))
+             .writeStream.format("parquet").option("path", str(work / "out"))
+             .option("checkpointLocation", str(work / "checkpoint")).trigger(availableNow=True).start())
+    query.awaitTermination()
+    return time.perf_counter() - started
+
+
+def port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def sale_line(salesid: int, now_ms: int) -> bytes:
+    """One flattened MySQL sale insert (a new key, a position after every simulated one)."""
+    return json.dumps({
+        "salesid": salesid, "listid": 1, "sellerid": 1, "buyerid": 2, "eventid": 3, "dateid": 1827,
+        "qtysold": 1, "pricepaid": "10.00", "commission": "1.50", "saletime": now_ms,
+        "__op": "c", "__deleted": "false", "__source_ts_ms": now_ms, "__db": "ecomm", "__table": "sale",
+        "__file": "mysql-bin.999999", "__pos": salesid, "__row": 0,
+    }).encode() + b"\n"
+
+
+def freshness(spark, landing: Path, work: Path, host: str, port: int, samples: int) -> list[float]:
+    """Seconds from a landed file to its event visible in bronze.sale (continuous mode, 1 s trigger)."""
+    from ingestion.catalog import ThriftCatalog
+
+    if work.exists():
+        shutil.rmtree(work)
+    options = IngestOptions(landing=str(landing), lake=str(work / "lake"), checkpoints_root=work / "checkpoints",
+                            once=False, trigger_seconds=1.0, sync=True, thrift_host=host, thrift_port=port,
+                            database="bronze_bench")
+    stop = threading.Event()
+    thread = threading.Thread(target=run_ingest, args=(options,),
+                              kwargs={"spark": spark, "log_stream": None, "stop_event": stop}, daemon=True)
+    thread.start()
+    folder = landing / "topics" / "tickit.ecomm.sale" / "partition=63"
+    folder.mkdir(parents=True, exist_ok=True)
+    latencies: list[float] = []
+    catalog = ThriftCatalog(host, port)
+    try:
+        base_id = 900_000_000
+        # the first file also creates the table and its view: it is not counted
+        for index in range(samples + 1):
+            salesid = base_id + index
+            temp = folder / f".tmp-{index}"
+            temp.write_bytes(sale_line(salesid, int(time.time() * 1000)))
+            landed = time.perf_counter()
+            temp.rename(folder / landing_file_name("tickit.ecomm.sale", 63, index))
+            deadline = landed + (600 if index == 0 else 120)
+            while time.perf_counter() < deadline:
+                try:
+                    rows = catalog.execute(f"SELECT count(*) FROM bronze_bench.sale WHERE salesid = {salesid}")
+                except Exception:  # noqa: BLE001 - the view does not exist before the first sync
+                    rows = [(0,)]
+                if rows and int(rows[0][0]) == 1:
+                    if index:  # the first one measures the backfill, not freshness
+                        latencies.append(time.perf_counter() - landed)
+                    break
+                time.sleep(0.1)
+    finally:
+        stop.set()
+        thread.join(timeout=120)
+        catalog.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    return latencies
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--changes", type=int, default=20_000)
+    parser.add_argument("--format", default="envelope", choices=["envelope", "flattened", "mixed"])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--freshness-samples", type=int, default=20)
+    parser.add_argument("--work", help="scratch directory (default: a temporary one, removed)")
+    args = parser.parse_args(argv)
+
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="bench-ingest-"))
+    landing = work / "landing"
+    try:
+        if not (landing / "topics").is_dir():
+            run_simulation(SimulationOptions(landing=str(landing), scale=args.scale, changes=args.changes,
+                                             format=args.format, start_time=dt.datetime(2026, 1, 1)))
+        lines = landed_lines(landing)
+        print(f"landing: {lines} lines, format {args.format}, scale {args.scale}", flush=True)
+
+        jvm_started = time.perf_counter()
+        from ingestion.spark import local_spark_session
+
+        spark = local_spark_session("bench-ingest")
+        jvm_seconds = time.perf_counter() - jvm_started
+
+        ingest_times = []
+        for run in range(args.runs):
+            seconds, events = ingest_once(spark, landing, work / f"ingest-{run}")
+            ingest_times.append(seconds)
+            print(f"ingest run {run}: {seconds:.1f}s, {events / seconds:,.0f} events/s", flush=True)
+        schema = spark.read.option("recursiveFileLookup", "true").json(str(landing / "topics")).schema
+        plain_times = []
+        for run in range(args.runs):
+            seconds = plain_spark(spark, landing, work / f"plain-{run}", schema)
+            plain_times.append(seconds)
+            print(f"plain spark run {run}: {seconds:.1f}s, {lines / seconds:,.0f} rows/s", flush=True)
+
+        ingest_median, plain_median = statistics.median(ingest_times), statistics.median(plain_times)
+        print(f"ingest --once: median {ingest_median:.1f}s = {lines / ingest_median:,.0f} events/s warm; "
+              f"cold (JVM start {jvm_seconds:.1f}s + first run) {lines / (jvm_seconds + ingest_times[0]):,.0f} "
+              f"events/s")
+        print(f"plain readStream.json -> writeStream.parquet: median {plain_median:.1f}s = "
+              f"{lines / plain_median:,.0f} rows/s; ratio ingest/plain = {ingest_median / plain_median:.2f}")
+
+        settings = load_settings()
+        if args.freshness_samples and port_open(settings.thrift_host, settings.thrift_port):
+            fresh_landing = work / "fresh-landing"
+            (fresh_landing / "topics").mkdir(parents=True, exist_ok=True)
+            latencies = freshness(spark, fresh_landing, work / "freshness", settings.thrift_host,
+                                  settings.thrift_port, args.freshness_samples)
+            if latencies:
+                print(f"freshness (landed -> visible in bronze.sale, trigger 1s, {len(latencies)} samples): "
+                      f"p50 {percentile(latencies, 0.5):.2f}s, p95 {percentile(latencies, 0.95):.2f}s")
+            else:
+                print("freshness: no sample became visible in time")
+        elif args.freshness_samples:
+            print(f"freshness: skipped, no Thrift server at {settings.thrift_host}:{settings.thrift_port} "
+                  "(lakehouse thrift start)")
+        spark.stop()
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
