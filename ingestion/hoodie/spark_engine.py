@@ -168,7 +168,8 @@ class SparkEngine:
         need_index = ctx.operation in ("upsert", "delete") or drop_duplicates
         if need_index and latest_list:
             index = (
-                spark.read.option("mergeSchema", "false")
+                spark.read.schema(f"{RECORD_KEY} string, {PARTITION_PATH} string, _hoodie_file_name string")
+                .option("mergeSchema", "false")
                 .parquet(*[bf.path for bf in latest_list])
                 .select(
                     F.col(RECORD_KEY),

@@ -24,7 +24,7 @@ def _df(spark, rows: list[dict]):
 
 @pytest.mark.parametrize(
     "partition_fields",
-    [pytest.param(("region", "day"), id="hive_multi_level"),
+    [pytest.param(("region", "day"), id="hive_multi_level", marks=pytest.mark.slow),
      pytest.param((), id="non_partitioned", marks=pytest.mark.slow)],
 )
 def test_spark_writes_match_the_oracle(spark, tmp_path, partition_fields):
@@ -90,10 +90,28 @@ def test_spark_upsert_into_a_java_table_with_nested_types(spark, java_table):
     bob = next(r for r in before if r["id"] == 2)
     changed = {**{k: v for k, v in bob.items() if not k.startswith("_hoodie")}, "isActive": not bob["isActive"],
                "longField": bob["longField"] + 1}
-    rows = pa.Table.from_pylist([_eve(1, True), changed], schema=table.schema())
+    stale = {**changed, "isActive": bob["isActive"], "longField": bob["longField"] - 1}  # older: loses
+    rows = pa.Table.from_pylist([_eve(1, True), changed, stale], schema=table.schema())
     with table.writer() as writer:
         writer.write(spark.createDataFrame(rows), operation="upsert")
     expected = _full(before)
     expected[2] = _full([changed])[2]
     expected[5] = _full([_eve(1, True)])[5]
     assert _full(hudi_snapshot(base)) == expected
+
+
+def test_spark_insert_drops_redelivered_records(spark, tmp_path):
+    rng = random.Random(9)
+    cfg = TableConfig(name="redeliver", record_key_fields=("id",), partition_fields=("day",))
+    table = HoodieTable.create_or_open(tmp_path / "r", cfg)
+    first = [make_row(rng, k, 1) for k in range(20)]
+    again = first[5:15] + [make_row(rng, k, 1) for k in range(20, 25)] + first[20:21]
+    with table.writer() as writer:
+        one = writer.write(_df(spark, first), operation="insert", drop_duplicates=True)
+        two = writer.write(_df(spark, again + again[-3:]), operation="insert", drop_duplicates=True)
+        assert writer.write(_df(spark, first[:4]), operation="insert", drop_duplicates=True) is None
+    oracle = Oracle(("id",), ("day",), None)
+    oracle.apply(one, first, "insert", True)
+    oracle.apply(two, again + again[-3:], "insert", True)
+    assert project(hudi_snapshot(table.base_path), DATA_COLUMNS) == project(oracle.snapshot(), DATA_COLUMNS)
+    assert hudi_commits(table.base_path) == [one, two]
