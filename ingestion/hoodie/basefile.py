@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ingestion.hoodie import properties
-from ingestion.hoodie.avro import META_FIELDS, avro_schema_json
+from ingestion.hoodie.avro import avro_schema_json
 from ingestion.hoodie.bloom import BLOOM_TYPE_CODE, DynamicBloomFilter
 from ingestion.hoodie.timeline import write_atomically
 
@@ -131,7 +131,3 @@ def write_parquet_slice(rows: pa.Table, path: Path, options: FileWriteOptions) -
         writer.write_table(rows, row_group_size=options.row_group_rows)
         writer.add_key_value_metadata({k.decode(): v.decode() for k, v in metadata.items()})
     return path.stat().st_size
-
-
-def meta_field_names() -> tuple[str, ...]:
-    return META_FIELDS

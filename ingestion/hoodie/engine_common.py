@@ -7,7 +7,7 @@ from typing import Any
 
 from ingestion.hoodie.basefile import BaseFile
 from ingestion.hoodie.merge import BucketPlan
-from ingestion.hoodie.planner import DEFAULT_RECORD_SIZE, WritePlan
+from ingestion.hoodie.planner import DEFAULT_RECORD_SIZE
 
 #: Column added while tagging: the file group already holding the incoming key (null for new keys).
 TAGGED_FILE_ID = "_hoodie_tagged_file_id"
@@ -19,11 +19,6 @@ class ExecutionPlan:
     workload: dict[str, Any]
     buckets: dict[str, BucketPlan] = field(default_factory=dict)
     payload: Any = None  # engine-specific: grouped Arrow tables or a Spark DataFrame
-
-
-def file_id_of(file_name: str) -> str:
-    """The fileId of ``<fileId>_<token>_<instant>.parquet``."""
-    return file_name.rsplit("_", 2)[0]
 
 
 def average_record_size(latest: dict[str, list[BaseFile]], fallback: int = DEFAULT_RECORD_SIZE) -> int:
@@ -38,10 +33,3 @@ def average_record_size(latest: dict[str, list[BaseFile]], fallback: int = DEFAU
         total_rows += pq.read_metadata(base_file.path).num_rows
         total_bytes += base_file.size
     return max(1, total_bytes // total_rows) if total_rows else fallback
-
-
-def bucket_for(plan: WritePlan, partition: str, fraction: float) -> str:
-    for entry in plan.insert_ranges:
-        if entry.partition_path == partition and entry.low <= fraction < entry.high:
-            return entry.file_id
-    raise AssertionError(f"no insert range for partition {partition!r} at {fraction}")

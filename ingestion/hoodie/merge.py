@@ -6,7 +6,7 @@ the plan entry for its file group and the shared :class:`WriteContext`, both pic
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -54,7 +54,6 @@ class BucketPlan:
     file_id: str
     base_file: str | None = None  # absolute path of the current slice; None for a new file group
     prev_commit: str | None = None
-    extra: dict = field(default_factory=dict, compare=False)
 
 
 def _deleted_mask(incoming: pa.Table, operation: str) -> pa.Array:
@@ -123,9 +122,7 @@ def write_bucket(incoming: pa.Table, plan: BucketPlan, ctx: WriteContext, task_i
         parts.insert(0, _with_meta(carried_meta, carried_data))
     rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     path = partition_dir(ctx.base_path, plan.partition_path) / name
-    if rows.num_rows == 0:
-        # Everything in this file group was deleted: the group ends with an empty slice, as Hudi does.
-        pass
+    # A file group whose records were all deleted gets an empty slice, as Java Hudi writes it.
     size = write_parquet_slice(rows, Path(path), ctx.file_options)
     return {
         "partition_path": plan.partition_path,

@@ -147,3 +147,18 @@ def test_schema_evolution_adds_columns(tmp_path):
     assert table.schema().names == ["id", "seq", "extra"]
     got = sorted((r["id"], r["seq"], r["extra"]) for r in hudi_snapshot(table.base_path))
     assert got == [(1, 1, None), (2, 2, "b"), (3, 2, "c")]
+
+
+def test_deleting_every_record_of_a_file_group(tmp_path):
+    cfg = TableConfig(name="t", record_key_fields=("id",), precombine_field="seq", partition_fields=("day",))
+    table = HoodieTable.create_or_open(tmp_path / "t", cfg)
+    rng = random.Random(12)
+    rows = [make_row(rng, k, 1) for k in range(10)]
+    with table.writer() as writer:
+        writer.write(to_table(rows), operation="insert")
+        doomed = [r for r in rows if r["day"] == rows[0]["day"]]
+        instant = writer.write(to_table(doomed), operation="delete")
+    survivors = [r for r in rows if r["day"] != rows[0]["day"]]
+    assert project(hudi_snapshot(table.base_path), DATA_COLUMNS) == project(survivors, DATA_COLUMNS)
+    stats = [s for v in table.commit_metadata(instant)["partitionToWriteStats"].values() for s in v]
+    assert [(s["numWrites"], s["numDeletes"]) for s in stats] == [(0, len(doomed))]
