@@ -37,8 +37,7 @@ from ingestion.stream.bronze import (
     table_path,
 )
 from ingestion.stream.commit import CommitOutcome, StreamMarker, write_once
-from ingestion.stream.landing import landed_lines
-from ingestion.stream.parse import CHUNKS_DDL, EVENT, FILES, TOMBSTONE, from_ipc, parse_partition
+from ingestion.stream.parse import CHUNKS_DDL, EVENT, FILES, TOMBSTONE, from_ipc, parse_file_batches
 from ingestion.stream.sync_state import CatalogSyncer
 
 log = logging.getLogger("lakehouse.ingest")
@@ -102,7 +101,7 @@ class BatchProcessor:
         marker = StreamMarker(query_id, batch_id, self.checkpoint.name)
         self._process(files, marker, report)
         if self.syncer is not None:
-            self.syncer.run(report)
+            self.syncer.notify(report)
         report.processing_seconds = round(time.monotonic() - started, 3)
         self.reports.append(report)
         if self.log_stream is not None:
@@ -114,8 +113,8 @@ class BatchProcessor:
     # -- the work ---------------------------------------------------------------------
     def _process(self, files: DataFrame, marker: StreamMarker, report: BatchReport) -> None:
         ingested_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-        lines = landed_lines(files, self.landing)
-        chunks = lines.mapInArrow(functools.partial(parse_partition, ingested_at=ingested_at), CHUNKS_DDL)
+        parse = functools.partial(parse_file_batches, landing=self.landing, ingested_at=ingested_at)
+        chunks = files.select("path", "content").mapInArrow(parse, CHUNKS_DDL)
         collected = chunks.toArrow()
         file_bytes: dict[str, int] = {}
         per_table: dict[str, list[pa.Table]] = {}

@@ -98,6 +98,8 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
         writer = writer.trigger(availableNow=True)
     else:
         writer = writer.trigger(processingTime=f"{options.trigger_seconds} seconds")
+    if syncer is not None:
+        syncer.start()  # sync in the background: a slow or absent Thrift server never delays a batch
     query = writer.start()
     try:
         if options.once:
@@ -110,8 +112,8 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
         if query.isActive:
             query.stop()
         if syncer is not None:
-            if options.once:
-                syncer.run(force=True)
+            syncer.stop()
+            syncer.run(force=True)  # catch the catalog up with the last commits
             syncer.close()
     error = query.exception()
     if error is not None:

@@ -179,3 +179,43 @@ def parse_partition(batches: Iterator[pa.RecordBatch], ingested_at: dt.datetime)
     for batch in batches:
         if batch.num_rows:
             yield parser.chunks(batch)
+
+
+#: Lines parsed before a worker emits its chunks (bounds worker memory on big files).
+CHUNK_LINES = 50_000
+
+
+def parse_file_batches(batches: Iterator[pa.RecordBatch], landing: str,
+                       ingested_at: dt.datetime) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body over landed files (``path``, ``content``): split and parse in one pass.
+
+    Splitting here keeps the bytes in the worker (no round trip of every line through the
+    JVM); lines keep their raw bytes (see ``ingestion.stream.landing``).
+    """
+    from ingestion.stream.landing import relative_landing_path
+
+    parser = LineParser(ingested_at)
+    files: list[str] = []
+    indexes: list[int] = []
+    raws: list[bytes] = []
+    for batch in batches:
+        for path, content in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist(),
+                                 strict=True):
+            pieces = content.split(b"\n")
+            if pieces and pieces[-1] == b"":
+                pieces.pop()
+            files.extend([relative_landing_path(path, landing)] * len(pieces))
+            indexes.extend(range(len(pieces)))
+            raws.extend(pieces)
+            if len(raws) >= CHUNK_LINES:
+                yield parser.chunks(_lines_batch(files, indexes, raws))
+                files, indexes, raws = [], [], []
+    if raws:
+        yield parser.chunks(_lines_batch(files, indexes, raws))
+
+
+def _lines_batch(files: list[str], indexes: list[int], raws: list[bytes]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [pa.array(files, pa.string()), pa.array(indexes, pa.int32()), pa.array(raws, pa.binary())],
+        names=["landing_file", "line_index", "raw"],
+    )

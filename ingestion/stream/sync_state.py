@@ -1,8 +1,9 @@
-"""Catalog sync from the stream: best effort, catching up after the Thrift server is back."""
+"""Catalog sync from the stream: best effort, off the batch path, catching up after outages."""
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -16,11 +17,13 @@ log = logging.getLogger("lakehouse.ingest.sync")
 
 
 class CatalogSyncer:
-    """Syncs the tables a batch committed, plus every table still pending from earlier batches.
+    """Syncs the tables the batches committed, plus every table still pending.
 
     All tables start pending, so a restarted stream first catches the catalog up. When
-    the Thrift server is unreachable, the tables stay pending and the next attempt is
-    made at the next batch (at most every ``retry_seconds``).
+    the Thrift server is unreachable, the tables stay pending and are retried (at most
+    every ``retry_seconds``). ``run`` syncs in the caller's thread; after ``start()`` a
+    background thread does it, so a slow or absent Thrift server never delays a
+    micro-batch (``notify`` hands it the committed tables).
     """
 
     def __init__(self, lake: str, host: str, port: int, *, database: str = "bronze", retry_seconds: float = 5.0,
@@ -30,35 +33,81 @@ class CatalogSyncer:
         self.sync = CatalogSync(lake, self.catalog, database=database, grace_seconds=grace_seconds)
         self.pending: set[str] = set(all_table_names())
         self.retry_seconds = retry_seconds
+        self.last_error: str | None = None
+        self.synced: dict[str, str] = {}  # synced since the last ``take_synced``
         self._last_failure = 0.0
+        self._lock = threading.RLock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
-    def __call__(self, report: BatchReport) -> None:
-        self.run(report)
+    # -- background mode --------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="catalog-sync", daemon=True)
+        self._thread.start()
 
-    def run(self, report: BatchReport | None = None, force: bool = False) -> None:
-        if report is not None:
+    def notify(self, report: BatchReport) -> None:
+        """Queue the batch's committed tables; report what was synced and any error since the last batch."""
+        with self._lock:
             self.pending |= set(report.commits)
-        if not self.pending:
-            return
-        if not force and time.monotonic() - self._last_failure < self.retry_seconds:
+            report.synced = self.take_synced()
+            report.sync_error = self.last_error
+        self._wake.set()
+
+    def take_synced(self) -> dict[str, str]:
+        with self._lock:
+            synced, self.synced = self.synced, {}
+            return synced
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(timeout=self.retry_seconds)
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            self.run(force=True)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=120)
+            self._thread = None
+
+    # -- one pass -----------------------------------------------------------------------
+    def run(self, report: BatchReport | None = None, force: bool = False) -> None:
+        with self._lock:
             if report is not None:
-                report.sync_error = "waiting to retry the Thrift server"
-            return
+                self.pending |= set(report.commits)
+            if not self.pending:
+                return
+            if not force and time.monotonic() - self._last_failure < self.retry_seconds:
+                if report is not None:
+                    report.sync_error = "waiting to retry the Thrift server"
+                return
+            tables = sorted(self.pending)
         try:
-            results = self.sync.sync_tables(sorted(self.pending))
+            results = self.sync.sync_tables(tables)
         except ThriftUnavailable as exc:
             self._last_failure = time.monotonic()
+            self.last_error = str(exc)
             log.warning("catalog sync postponed: %s", exc)
             if report is not None:
                 report.sync_error = str(exc)
             return
-        for result in results:
-            if result.status in ("synced", "unchanged", "missing", "empty"):
-                self.pending.discard(result.table)
-            if report is not None and result.status == "synced":
-                report.synced[result.table] = result.instant or ""
-            if result.status == "failed" and report is not None:
-                report.sync_error = f"{result.table}: {result.message}"
+        with self._lock:
+            self.last_error = None
+            for result in results:
+                if result.status in ("synced", "unchanged", "missing", "empty"):
+                    self.pending.discard(result.table)
+                if result.status == "synced":
+                    self.synced[result.table] = result.instant or ""
+                if result.status == "failed":
+                    self.last_error = f"{result.table}: {result.message}"
+            if report is not None:
+                report.synced = self.take_synced()
+                report.sync_error = self.last_error
 
     def close(self) -> None:
+        self.stop()
         self.catalog.close()
