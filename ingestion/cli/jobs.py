@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ingestion.cli._common import EXIT_FAILED, CliError, UsageError
@@ -38,7 +39,7 @@ def _load(args: argparse.Namespace) -> dict[str, JobSpec]:
 def _runner(args: argparse.Namespace, console: Console | None = None) -> JobRunner:
     settings = load_settings()
     webhook = getattr(args, "webhook_url", None) or settings.alert_webhook_url
-    progress = (lambda line: console.print(f"  {line}", highlight=False)) if console else None
+    progress = (lambda line: console.print(escape(f"  {line}"), highlight=False)) if console else None
     return JobRunner(settings.home, Alerter(webhook), progress=progress)
 
 
@@ -80,7 +81,7 @@ def _run(args: argparse.Namespace) -> int:
         raise CliError(str(exc), hint=f"run it afresh: lakehouse jobs run {args.name}") from exc
     for step in record.steps:
         attempts = ", ".join(f"{a.mode} {a.outcome} ({a.duration_s:.1f}s)" for a in step.attempts)
-        console.print(f"  {step.index}. {step.name}: {step.status}" + (f" [{attempts}]" if attempts else ""))
+        console.print(escape(f"  {step.index}. {step.name}: {step.status}" + (f" [{attempts}]" if attempts else "")))
     colour = "green" if record.status == "success" else "red"
     console.print(f"[{colour}]{record.status}[/{colour}] run {record.run_id} in {record.duration_s:.1f}s"
                   + (f": {record.error}" if record.error else ""))

@@ -56,6 +56,22 @@ def own_server(tmp_path_factory):
         thrift.stop(settings)
 
 
+def failure_details(home: Path, output: str) -> str:
+    """The CLI output plus the error lines of the latest run's failing attempt (for assertion messages)."""
+    runs = list_runs(home, "nightly")
+    details = [output[-2000:]]
+    if runs:
+        run_dir = home / "jobs/nightly/runs" / runs[0].run_id
+        for step in runs[0].steps:
+            for attempt in step.attempts:
+                if attempt.outcome != "success":
+                    lines = (run_dir / attempt.log).read_text(errors="replace").splitlines()
+                    details += [f"--- {attempt.log}"] + [
+                        line for line in lines if "Error" in line or "Failure" in line or "ERROR" in line
+                    ][-30:]
+    return "\n".join(details)
+
+
 def nightly_jobs_file(directory: Path) -> Path:
     """The shipped nightly job with short backoffs (the steps are unchanged)."""
     document = yaml.safe_load((PROJECT_DIR / "jobs.yml").read_text())
@@ -80,7 +96,7 @@ def test_nightly_job_survives_a_thrift_crash(own_server, tmp_path, webhook):
     # 1. a clean run
     first = lakehouse_popen(["jobs", "run", "nightly"], env)
     output = first.communicate(timeout=1800)[0]
-    assert first.returncode == 0, output[-4000:]
+    assert first.returncode == 0, failure_details(settings.home, output)
     [ok] = list_runs(settings.home, "nightly")
     assert ok.status == "success"
     run_dir = settings.home / "jobs/nightly/runs" / ok.run_id
@@ -112,7 +128,7 @@ def test_nightly_job_survives_a_thrift_crash(own_server, tmp_path, webhook):
     thrift.start(settings, timeout=300)
     third = lakehouse_popen(["jobs", "run", "nightly", "--resume"], env)
     output = third.communicate(timeout=1800)[0]
-    assert third.returncode == 0, output[-4000:]
+    assert third.returncode == 0, failure_details(settings.home, output)
     resumed = list_runs(settings.home, "nightly")[0]
     assert resumed.status == "success"
     assert resumed.steps[0].status == "skipped (resumed)"
