@@ -62,15 +62,23 @@ def clean(table: HoodieTable, retain_commits: int, writer: HoodieWriter) -> list
     if retain_commits < 1:
         raise ValueError(f"retain_commits must be at least 1, got {retain_commits}")
     completed = [i for i in table.timeline.instants() if i.state == COMPLETED and i.action in COMMIT_ACTIONS]
-    if len(completed) <= retain_commits:
+    if not completed:
         return []
-    earliest_retained = completed[-retain_commits].timestamp
+    retained = completed[-retain_commits:]
+    earliest_retained = retained[0].timestamp
     needed: set[str] = set()
-    for instant in completed[-retain_commits:]:
+    for instant in retained:
         needed.update(bf.path for bf in table.latest_base_files(as_of=instant.timestamp))
     removed = []
     committed = {i.timestamp for i in completed}
+    on_timeline = {i.timestamp for i in table.timeline.instants()}
+    timeline_start = min(on_timeline)
     for base_file in table.iter_base_files():
+        if base_file.instant not in on_timeline and base_file.instant > timeline_start:
+            # An orphan of a rolled-back write (e.g. a worker of a killed driver finished late).
+            os.remove(base_file.path)
+            removed.append(base_file.path)
+            continue
         if base_file.path in needed or base_file.instant >= earliest_retained:
             continue
         if base_file.instant not in committed:

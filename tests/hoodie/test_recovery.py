@@ -142,3 +142,17 @@ def test_sigkill_of_a_spark_driver(tmp_path, point):
     completed = reopened.completed_instants()
     visible = {bf.path for bf in reopened.latest_base_files()}
     assert all(Path(p).stem.rsplit("_", 1)[1] in completed for p in visible)
+
+
+def test_clean_removes_orphans_of_rolled_back_writes(tmp_path):
+    base = tmp_path / "orphans"
+    table = HoodieTable.create_or_open(base, CONFIG)
+    with table.writer() as writer:
+        first = writer.write(_batch([1, 2, 3], 1), operation="upsert")
+        second = writer.write(_batch([4], 1), operation="upsert")
+    committed = {bf.path for bf in table.latest_base_files()}
+    # A late file from a worker of a killed write whose instant recovery already removed:
+    orphan = base / "part=p1" / f"0000-0_9-9-9_{int(second) + 1}.parquet"
+    orphan.write_bytes(b"PAR1")
+    assert table.clean(retain_commits=5) == [str(orphan)]
+    assert {bf.path for bf in table.latest_base_files()} == committed and first < second
