@@ -6,6 +6,7 @@ import re
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,127}$")
 _PROPERTY_VALUE = re.compile(r"^[A-Za-z0-9_.:/=+ -]{0,512}$")
+_TYPE = re.compile(r"^(int|bigint|string|double|boolean|date|timestamp|decimal\(\d{1,2},\d{1,2}\))$")
 _FORBIDDEN_IN_PATH = ("`", "\n", "\r", "\0", "'", "\\")
 
 
@@ -32,3 +33,10 @@ def quote_property_value(value: str) -> str:
     if not isinstance(value, str) or not _PROPERTY_VALUE.match(value):
         raise IdentifierError(f"property value {value!r} has characters outside [A-Za-z0-9_.:/=+ -]")
     return f"'{value}'"
+
+
+def check_type(name: str) -> str:
+    """A column type of the placeholder views: one of the contract's Spark SQL types."""
+    if not isinstance(name, str) or not _TYPE.match(name):
+        raise IdentifierError(f"{name!r} is not a supported column type")
+    return name

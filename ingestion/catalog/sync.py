@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ingestion.catalog.identifiers import quote_identifier, quote_path, quote_property_value
+from ingestion.catalog.identifiers import check_type, quote_identifier, quote_path, quote_property_value
 from ingestion.catalog.snapshot import SnapshotFile, build_snapshot, remove_old_snapshots
 from ingestion.catalog.thrift_client import ThriftCatalog, ThriftUnavailable
 
@@ -26,6 +26,15 @@ DATABASE = "bronze"
 SYNCED_INSTANT_PROPERTY = "lakehouse.synced_instant"
 SNAPSHOT_DIR_PROPERTY = "lakehouse.snapshot_dir"
 DEFAULT_GRACE_SECONDS = 300.0
+#: The synced instant of a placeholder view (a table with nothing committed yet).
+EMPTY_INSTANT = "00000000000000000"
+#: Hudi meta columns every base file starts with (placeholder views carry them too).
+HOODIE_META_COLUMNS: tuple[tuple[str, str], ...] = tuple(
+    (name, "string") for name in ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
+                                  "_hoodie_partition_path", "_hoodie_file_name")
+)
+
+Columns = tuple[tuple[str, str], ...]
 
 
 def bronze_path(lake: str | Path, table: str) -> Path:
@@ -39,7 +48,7 @@ def snapshot_root(lake: str | Path, table: str) -> Path:
 @dataclass
 class SyncResult:
     table: str
-    status: str  # synced | unchanged | empty | missing | unavailable | failed
+    status: str  # synced | unchanged | placeholder | empty | missing | failed
     instant: str | None = None
     previous: str | None = None
     files: int = 0
@@ -69,7 +78,10 @@ class CatalogSync:
     """Syncs bronze tables of one lake into the metastore behind one Thrift server."""
 
     def __init__(self, lake: str | Path, catalog: ThriftCatalog, *, database: str = DATABASE,
-                 grace_seconds: float = DEFAULT_GRACE_SECONDS):
+                 grace_seconds: float = DEFAULT_GRACE_SECONDS, placeholder_columns: dict[str, Columns] | None = None):
+        """``placeholder_columns``: per table, the data columns of an empty view to create while
+        the table has nothing committed (so readers such as dbt sources find every table)."""
+        self.placeholder_columns = placeholder_columns or {}
         self.lake = Path(lake)
         self.catalog = catalog
         self.database = database
@@ -104,11 +116,12 @@ class CatalogSync:
         quoted_table = quote_identifier(table)
         path = bronze_path(self.lake, table)
         if not (path / ".hoodie" / "hoodie.properties").exists():
-            return SyncResult(table, "missing", message=f"no Hudi table at {path}")
+            return self._placeholder(table) or SyncResult(table, "missing", message=f"no Hudi table at {path}")
         previous = self.synced_instants().get(table)
         instant, files = latest_snapshot_files(path)
         if instant is None:
-            return SyncResult(table, "empty", previous=previous, message="no committed base files yet")
+            return self._placeholder(table) or SyncResult(table, "empty", previous=previous,
+                                                          message="no committed base files yet")
         root = snapshot_root(self.lake, table)
         if instant == previous:
             removed = remove_old_snapshots(root, instant, self.grace_seconds)
@@ -129,6 +142,22 @@ class CatalogSync:
         removed = remove_old_snapshots(root, instant, self.grace_seconds)
         return SyncResult(table, "synced", instant, previous, len(files), time.monotonic() - started,
                           removed_snapshots=removed)
+
+    def _placeholder(self, table: str) -> SyncResult | None:
+        """An empty typed view for a table with no commit yet (never replaces an existing view)."""
+        columns = self.placeholder_columns.get(table)
+        if not columns or table in self.synced_instants():
+            return None
+        selected = ", ".join(f"CAST(NULL AS {check_type(kind)}) AS {quote_identifier(name)}"
+                             for name, kind in (*HOODIE_META_COLUMNS, *columns))
+        db = quote_identifier(self.database)
+        self.catalog.execute(
+            f"CREATE VIEW IF NOT EXISTS {db}.{quote_identifier(table)} "
+            f"TBLPROPERTIES ({quote_property_value(SYNCED_INSTANT_PROPERTY)} = {quote_property_value(EMPTY_INSTANT)}) "
+            f"AS SELECT {selected} WHERE 1 = 0"
+        )
+        self.synced_instants()[table] = EMPTY_INSTANT
+        return SyncResult(table, "placeholder", EMPTY_INSTANT, message="nothing committed yet: empty view")
 
     def sync_tables(self, tables: Iterable[str]) -> list[SyncResult]:
         """Sync each table; a failing table is reported and the others still sync.
@@ -158,8 +187,15 @@ def discover_tables(lake: str | Path) -> list[str]:
 
 
 def sync_lake(lake: str | Path, host: str, port: int, tables: Iterable[str] | None = None,
-              grace_seconds: float = DEFAULT_GRACE_SECONDS, database: str = DATABASE) -> list[SyncResult]:
-    """Sync every bronze table of ``lake`` (or the given ones) through ``host:port``."""
-    names = list(tables) if tables is not None else discover_tables(lake)
+              grace_seconds: float = DEFAULT_GRACE_SECONDS, database: str = DATABASE,
+              placeholder_columns: dict[str, Columns] | None = None) -> list[SyncResult]:
+    """Sync every bronze table of ``lake`` (or the given ones) through ``host:port``.
+
+    Tables named in ``placeholder_columns`` but not committed yet get an empty view.
+    """
+    everything = sorted(set(discover_tables(lake)) | set(placeholder_columns or {}))
+    names = list(tables) if tables is not None else everything
     with ThriftCatalog(host, port) as catalog:
-        return CatalogSync(lake, catalog, database=database, grace_seconds=grace_seconds).sync_tables(names)
+        sync = CatalogSync(lake, catalog, database=database, grace_seconds=grace_seconds,
+                           placeholder_columns=placeholder_columns)
+        return sync.sync_tables(names)

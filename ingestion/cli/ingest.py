@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from ingestion.cli._common import CliError, UsageError
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     if options.once and not args.quiet and sys.stderr.isatty():
         progress = BackfillProgress(options.landing)
     try:
-        with progress if progress is not None else _null():
+        with progress if progress is not None else contextlib.nullcontext():
             summary = run_ingest(options, on_report=progress.update if progress else None)
     except IngestError as exc:
         raise CliError(str(exc), exc.hint) from None
@@ -77,10 +78,3 @@ def run(args: argparse.Namespace) -> int:
     )
     return 0
 
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None

@@ -28,18 +28,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ingestion.catalog import IdentifierError, ThriftUnavailable, sync_lake
     from ingestion.catalog.sync import discover_tables
+    from ingestion.stream.bronze import placeholder_columns
 
     settings = load_settings()
     lake = args.lake or settings.lake
     host = args.thrift_host or settings.thrift_host
     port = args.thrift_port or settings.thrift_port
-    known = discover_tables(lake)
+    placeholders = placeholder_columns()
+    known = sorted(set(discover_tables(lake)) | set(placeholders))
     unknown = [t for t in args.tables if t not in known]
     if unknown:
         raise UsageError(f"no bronze table {', '.join(unknown)} under {lake}/bronze",
                          f"known tables: {', '.join(known) or 'none (run lakehouse ingest first)'}")
     try:
-        results = sync_lake(lake, host, port, args.tables or None, grace_seconds=args.grace)
+        results = sync_lake(lake, host, port, args.tables or None, grace_seconds=args.grace,
+                            placeholder_columns=placeholders)
     except ThriftUnavailable as exc:
         raise CliError(str(exc), "start it with 'lakehouse thrift start'") from None
     except IdentifierError as exc:

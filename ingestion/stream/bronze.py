@@ -84,3 +84,10 @@ def bronze_contracts() -> dict[str, TableContract]:
 
 def all_table_names() -> list[str]:
     return [*bronze_contracts(), DEAD_LETTER_TABLE]
+
+
+def placeholder_columns() -> dict[str, tuple[tuple[str, str], ...]]:
+    """Data columns of every bronze table, for empty catalog views before the first commit."""
+    columns = {name: contract.bronze_columns for name, contract in bronze_contracts().items()}
+    columns[DEAD_LETTER_TABLE] = DEAD_LETTER_TABLE_COLUMNS
+    return columns

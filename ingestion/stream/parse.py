@@ -2,11 +2,13 @@
 
 Each landed line is classified by the project's Debezium parser
 (``ingestion.cdc.parser.parse_line``), the single implementation of the bronze contract,
-inside a ``mapInArrow`` over batches of lines, so parsing runs in parallel Python
-workers. Their output is compact: one row per (table, worker batch) holding the rows as
-an Arrow IPC stream (``payload``), already in the bronze table's schema. The driver
-collects these few blobs and hands per-table Arrow tables to the Hudi writer; no wide
-union schema and no per-value conversion through the JVM.
+inside a ``mapInArrow`` over the landed files (``parse_file_batches``: split into lines
+and parsed in one pass), so parsing runs in parallel Python workers. Their output is
+compact: one row per (table, worker chunk) holding the rows as an Arrow IPC stream
+(``payload``), already in the bronze table's schema, plus one ``files`` row with the
+bytes read per landing file. The driver collects these few blobs and hands per-table
+Arrow tables to the Hudi writer; no wide union schema and no per-value conversion
+through the JVM.
 """
 
 from __future__ import annotations
@@ -171,14 +173,6 @@ def _safe_name(name: str) -> bool:
     """Drift columns become bronze columns: only plain identifiers are carried."""
     metadata = {n for n, _ in BRONZE_METADATA_COLUMNS}
     return name.isidentifier() and name.isascii() and not name.startswith("_hoodie") and name not in metadata
-
-
-def parse_partition(batches: Iterator[pa.RecordBatch], ingested_at: dt.datetime) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body."""
-    parser = LineParser(ingested_at)
-    for batch in batches:
-        if batch.num_rows:
-            yield parser.chunks(batch)
 
 
 #: Lines parsed before a worker emits its chunks (bounds worker memory on big files).

@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ingestion.catalog import CatalogSync, ThriftCatalog, ThriftUnavailable
-from ingestion.stream.bronze import all_table_names
+from ingestion.stream.bronze import all_table_names, placeholder_columns
 
 if TYPE_CHECKING:
     from ingestion.stream.batch import BatchReport
@@ -30,7 +30,8 @@ class CatalogSyncer:
                  grace_seconds: float = 300.0):
         self.lake = lake
         self.catalog = ThriftCatalog(host, port)
-        self.sync = CatalogSync(lake, self.catalog, database=database, grace_seconds=grace_seconds)
+        self.sync = CatalogSync(lake, self.catalog, database=database, grace_seconds=grace_seconds,
+                                placeholder_columns=placeholder_columns())
         self.pending: set[str] = set(all_table_names())
         self.retry_seconds = retry_seconds
         self.last_error: str | None = None
@@ -98,7 +99,7 @@ class CatalogSyncer:
         with self._lock:
             self.last_error = None
             for result in results:
-                if result.status in ("synced", "unchanged", "missing", "empty"):
+                if result.status in ("synced", "unchanged", "placeholder"):
                     self.pending.discard(result.table)
                 if result.status == "synced":
                     self.synced[result.table] = result.instant or ""

@@ -116,3 +116,22 @@ def test_view_over_more_than_2000_files(tmp_path: Path, thrift_server) -> None:
     pruned = thrift_server.sql(
         f"SELECT count(*) FROM {DATABASE}.sale WHERE _cdc_source_date = DATE'2020-01-05'")
     assert int(pruned[0][0]) == 1
+
+
+def test_tables_without_commits_get_typed_empty_views(tmp_path: Path, thrift_server) -> None:
+    from ingestion.stream.bronze import placeholder_columns
+
+    lake = tmp_path / "lake"
+    database = "bronze_placeholder_test"
+    results = sync_lake(lake, thrift_server.host, thrift_server.port, database=database,
+                        placeholder_columns=placeholder_columns())
+    assert {r.status for r in results} == {"placeholder"}
+    assert {r.table for r in results} == set(placeholder_columns())
+    described = {row[0]: row[1] for row in thrift_server.sql(f"DESCRIBE {database}.dead_letter")}
+    assert described["reason"] == "string" and described["kafka_offset"] == "bigint"
+    assert int(thrift_server.sql(f"SELECT count(*) FROM {database}.sale")[0][0]) == 0
+    write_sale(lake, sale_rows(1, 7, days=2))  # the first commit replaces the placeholder
+    synced = {r.table: r.status for r in sync_lake(lake, thrift_server.host, thrift_server.port,
+                                                   database=database, placeholder_columns=placeholder_columns())}
+    assert synced["sale"] == "synced" and synced["user"] == "unchanged"
+    assert int(thrift_server.sql(f"SELECT count(*) FROM {database}.sale")[0][0]) == 7

@@ -11,6 +11,7 @@ from collections import Counter
 import pytest
 
 from ingestion.simulate.oracle import load_oracle
+from ingestion.stream.bronze import bronze_contracts
 from tests.stream.conftest import ingest, simulate
 from tests.stream.judge import (
     compare_events,
@@ -40,6 +41,9 @@ def _assert_exact(run) -> None:
 
 def test_bronze_holds_every_oracle_event_exactly_once(mixed_run) -> None:
     _assert_exact(mixed_run)
+    for table, contract in bronze_contracts().items():  # staging can rely on every contract column
+        columns = set(hudi_rows(mixed_run.lake / "bronze" / table)[0])
+        assert {name for name, _ in contract.bronze_columns} <= columns, table
     assert len(mixed_run.summary.reports) >= 2  # several micro-batches (max 15 files each)
 
 
