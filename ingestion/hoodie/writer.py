@@ -74,7 +74,9 @@ class HoodieWriter:
     ) -> str | None:
         """Write ``data`` (a pyspark DataFrame or a pyarrow Table) as one commit; return its instant.
 
-        Returns None when nothing would be written (no rows after dropping duplicates).
+        ``operation``: insert | bulk_insert | upsert | delete (see docs/hoodie.md). ``extra_metadata``
+        lands in the commit's ``extraMetadata`` (read back with ``latest_extra_metadata``), atomically
+        with the data. Returns None when nothing would be written (e.g. every key already stored).
         """
         if not self._lock.held:
             raise HoodieError(f"table {self.table.label}: write() outside 'with table.writer() as w:'")
@@ -134,7 +136,7 @@ class HoodieWriter:
                 ensure_partition_metadata(self.table.base_path, partition, instant)
             stats = engine.execute(plan, ctx)
         except BaseException:
-            # Leave the instant pending: recovery (now, or at the next open) removes its files.
+            # Roll back now; if this process dies instead, the next writer's recovery does it.
             rollback_pending(self.table)
             raise
         keep = {s["path"] for s in stats}
