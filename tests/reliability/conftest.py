@@ -6,8 +6,12 @@ tests of this directory that run in the default suite record figures too, silent
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
+from ingestion import thrift
+from tests.conftest import ThriftServer, free_port, settings_for
 from tests.reliability.figures import figures, render_table, write_json
 
 _RELIABILITY_RAN = pytest.StashKey[bool]()
@@ -30,3 +34,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         terminalreporter.write_line(f"(figures not written: {exc})")
     else:
         terminalreporter.write_line(f"figures written to {path}")
+
+
+@pytest.fixture(scope="package")
+def own_thrift_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThriftServer]:
+    """A managed Thrift server only this suite uses: it gets killed, and its metastore gets our views."""
+    home = tmp_path_factory.mktemp("reliability-thrift")
+    settings = settings_for(home, free_port())
+    thrift.start(settings, timeout=600)
+    try:
+        yield ThriftServer(settings)
+    finally:
+        thrift.stop(settings)

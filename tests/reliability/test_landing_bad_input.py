@@ -1,0 +1,166 @@
+"""The ingestion never stops on bad landing files, and what is good in them still arrives exactly once.
+
+A small simulated landing (with the simulator's own injected bad lines) gets extra files
+in Kafka partition 9 (the simulator writes partitions 0-2, so offsets never collide):
+
+* an empty file;
+* a truncated file: real lines, then the next real line cut short (no newline);
+* a file with invalid UTF-8 lines between real lines;
+* a file with one huge line (a real event padded to 6 MiB with JSON whitespace) and one
+  real event with an added column (schema drift);
+* a file of an unknown topic, and a file whose name is not a landing name;
+* a "doomed" file (real lines only) deleted while the stream has it listed.
+
+Every "real line" is a copy of an event the simulator already landed, so bronze must
+still equal the oracle exactly (re-deliveries are stored once), whatever happens to the
+doomed file. Dead letters must be the oracle's plus exactly the planted bad lines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ingestion.cdc.parser import BAD_ENCODING, MALFORMED_JSON, UNKNOWN_TOPIC
+from ingestion.simulate.oracle import load_oracle
+from tests.reliability.figures import record
+from tests.reliability.judge import compare_lake, hudi_rows
+from tests.reliability.processes import Background, cli_env, run, wait_for
+
+SCENARIO = "bad landing files: stream keeps going"
+TOPIC = "tickit.ecomm.sale"
+PARTITION = 9
+HUGE_BYTES = 6 * 1024 * 1024
+
+
+def _real_lines(landing: Path, count: int) -> list[bytes]:
+    """Distinct valid event lines the simulator landed for TOPIC (no tombstones, no injected bad lines)."""
+    oracle = load_oracle(str(landing))
+    bad = {(d["file"], d["offset"]) for d in oracle.dead_letters()}
+    lines: list[bytes] = []
+    for path in sorted((landing / "topics" / TOPIC).rglob("*.json")):
+        start = int(path.stem.rsplit("+", 1)[1])
+        relative = str(path.relative_to(landing))
+        for index, line in enumerate(path.read_bytes().splitlines()):
+            if line.strip() != b"null" and (relative, start + index) not in bad:
+                lines.append(line)
+            if len(lines) == count:
+                return lines
+    raise AssertionError(f"the simulator landed fewer than {count} usable {TOPIC} lines")
+
+
+def _landing_file(landing: Path, topic: str, offset: int) -> Path:
+    directory = landing / "topics" / topic / f"partition={PARTITION}"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / f"{topic}+{PARTITION}+{offset:010d}.json"
+
+
+def plant_bad_files(landing: Path) -> tuple[Counter, Path, set[str]]:
+    """Write the bad files; returns expected dead letters, the doomed file, and tolerated files."""
+    real = _real_lines(landing, 12)
+    expected: Counter = Counter()
+    _landing_file(landing, TOPIC, 0).write_bytes(b"")
+    truncated = real[3]
+    cut = next(i for i in range(len(truncated) // 2, 0, -1) if truncated[i] < 0x80)
+    _landing_file(landing, TOPIC, 100).write_bytes(b"\n".join(real[:3]) + b"\n" + truncated[:cut])
+    expected[(TOPIC, PARTITION, 103, MALFORMED_JSON)] += 1
+    bad_utf8 = [real[4], b"\xff\xfe not utf-8 \x80", real[5], b'{"op":"c","after":{"salesid":"\xc3\x28"}}']
+    _landing_file(landing, TOPIC, 200).write_bytes(b"\n".join(bad_utf8) + b"\n")
+    expected[(TOPIC, PARTITION, 201, BAD_ENCODING)] += 1
+    expected[(TOPIC, PARTITION, 203, BAD_ENCODING)] += 1
+    event = json.loads(real[6])
+    drifted = dict(event)
+    image = "before" if drifted.get("op") == "d" else "after"
+    drifted[image] = {**drifted[image], "loyalty_tier": "gold"}
+    huge = real[7][:-1] + b" " * HUGE_BYTES + b"}"
+    _landing_file(landing, TOPIC, 300).write_bytes(huge + b"\n" + json.dumps(drifted).encode() + b"\n")
+    unknown = "tickit.ecomm.coupon"
+    _landing_file(landing, unknown, 0).write_bytes(real[8] + b"\n" + real[9] + b"\n")
+    expected[(unknown, PARTITION, 0, UNKNOWN_TOPIC)] += 1
+    expected[(unknown, PARTITION, 1, UNKNOWN_TOPIC)] += 1
+    odd = landing / "topics" / TOPIC / f"partition={PARTITION}" / "notes-from-operator.json"
+    odd.write_bytes(real[10] + b"\n")
+    time.sleep(1.1)  # the doomed file is the newest: listed, then read in a later micro-batch
+    doomed = _landing_file(landing, TOPIC, 400)
+    doomed.write_bytes(b"\n".join(real[:12]) + b"\n")
+    return expected, doomed, {str(odd.relative_to(landing))}
+
+
+def _planned(home: Path, name: str) -> bool:
+    """True once a micro-batch has planned ``name`` (the file source's batch log, compacted or not)."""
+    for entry in home.glob("checkpoints/*/query/sources/0/*"):
+        if entry.name.split(".")[0].isdigit():
+            with contextlib.suppress(OSError):
+                if name in entry.read_text(errors="replace"):
+                    return True
+    return False
+
+
+def _batches(home: Path, kind: str) -> int:
+    return sum(1 for p in home.glob(f"checkpoints/*/query/{kind}/*") if p.name.isdigit())
+
+
+def _settled(home: Path, quiet_seconds: float, timeout: float, ingest: Background) -> None:
+    """Wait until every started micro-batch completed and none started for ``quiet_seconds``."""
+    deadline = time.monotonic() + timeout
+    last, since = -1, time.monotonic()
+    while time.monotonic() < deadline and ingest.running():
+        started, done = _batches(home, "offsets"), _batches(home, "commits")
+        if started != last or done != started:
+            last, since = started, time.monotonic()
+        elif time.monotonic() - since >= quiet_seconds:
+            return
+        time.sleep(0.5)
+
+
+@pytest.mark.reliability
+def test_bad_landing_files_never_stop_the_stream(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    landing, lake = home / "landing", home / "lake"
+    env = cli_env(home)
+    sim = run(["simulate", "--scale", "0.002", "--changes", "200", "--inject-bad", "12", "--seed", "11",
+               "--quiet"], env)
+    assert sim.returncode == 0, sim.stderr
+    planted_dead, doomed, tolerated = plant_bad_files(landing)
+    # One file per micro-batch: the first listing sees every file (the doomed one newest), and
+    # the doomed file is deleted once that listing happened but long before its batch reads it.
+    ingest = Background(["ingest", "--trigger", "1", "--no-sync", "--quiet", "--max-files-per-trigger", "1"],
+                        env, tmp_path / "ingest.log")
+    errors = 0
+    try:
+        wait_for(lambda: _batches(home, "offsets") > 0 or not ingest.running(), timeout=600, interval=0.05)
+        deleted_while_listed = ingest.running() and not _planned(home, doomed.name)
+        doomed.unlink()
+        _settled(home, quiet_seconds=15, timeout=900, ingest=ingest)
+        if not ingest.running():  # it must only ever stop because we stop it
+            errors += 1
+    finally:
+        returncode = ingest.stop(signal.SIGINT)
+    final = run(["ingest", "--once", "--no-sync", "--quiet"], env, timeout=900)
+    errors += final.returncode != 0
+    comparisons = compare_lake(lake, landing)
+    tables = [c for c in comparisons if c.table != "dead_letter"]
+    oracle_dead = Counter((d["topic"], d["partition"], d["offset"], d["reason"])
+                          for d in load_oracle(str(landing)).dead_letters())
+    actual_dead = Counter((r["topic"], r["kafka_partition"], r["kafka_offset"], r["reason"])
+                          for r in hudi_rows(lake / "bronze" / "dead_letter") if r["landing_file"] not in tolerated)
+    expected_dead = oracle_dead + planted_dead
+    lost = sum(c.lost for c in tables) + sum((expected_dead - actual_dead).values())
+    duplicated = sum(c.duplicated for c in tables) + sum((actual_dead - expected_dead).values())
+    mismatched = sum(c.mismatched for c in tables)
+    record(SCENARIO, trials=1, events=sum(c.expected for c in tables) + sum(expected_dead.values()), lost=lost,
+           duplicated=duplicated, errors=errors + mismatched,
+           note=f"7 bad files; doomed file deleted while listed: {'yes' if deleted_while_listed else 'no'}")
+    log = (tmp_path / "ingest.log").read_text(errors="replace")
+    assert errors == 0, f"stream stopped (exit {returncode}) or the final run failed:\n{log[-3000:]}\n" + (
+        final.stderr[-2000:]
+    )
+    details = [e for c in comparisons for e in c.examples]
+    details += [f"dead letters missing: {expected_dead - actual_dead}", f"unexpected: {actual_dead - expected_dead}"]
+    assert (lost, duplicated, mismatched) == (0, 0, 0), "\n".join(details)
