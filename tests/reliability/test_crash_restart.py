@@ -23,6 +23,7 @@ import pytest
 from tests.reliability.figures import record
 from tests.reliability.judge import compare_lake, duplicate_identities
 from tests.reliability.processes import Background, cli_env, run
+from tests.security.listening_sockets import listeners, process_tree
 
 SCENARIO = "crash/restart: SIGKILL ingest"
 TRIALS = int(os.environ.get("LAKEHOUSE_RELIABILITY_CRASH_TRIALS", "20"))
@@ -75,9 +76,11 @@ def wait_and_kill(ingest: Background, home: Path, rng: random.Random) -> dict:
     while time.monotonic() < deadline and ingest.running():
         time.sleep(0.02)
     exited_early = not ingest.running()
+    sockets = listeners(process_tree(ingest.pid))  # the live driver and its JVM, just before the kill
     ingest.kill()
     return {"phase": phase, "phase_reached": reached, "kill_after_s": round(time.monotonic() - started, 1),
-            "exited_early": exited_early}
+            "exited_early": exited_early, "listening": sorted(f"{s.address}:{s.port}" for s in sockets),
+            "exposed": [f"{s.address}:{s.port}" for s in sockets if not s.is_loopback]}
 
 
 def torn_instants(lake: Path) -> int:
@@ -111,7 +114,7 @@ def test_sigkill_during_ingestion_loses_and_duplicates_nothing(tmp_path: Path) -
     assert first.returncode == 0, first.stderr
     simulator = Background(["simulate", "--rate", "15", "--rotate-interval-ms", "2000", "--seed", str(seed),
                             "--quiet"], env, tmp_path / "simulator.log")
-    duplicated_mid_run = torn = errors = commits = 0
+    duplicated_mid_run = torn = errors = commits = exposed = sockets_seen = 0
     try:
         for trial in range(TRIALS):
             ingest = Background(["ingest", "--trigger", "1", "--no-sync", "--quiet", "--max-files-per-trigger",
@@ -120,6 +123,8 @@ def test_sigkill_during_ingestion_loses_and_duplicates_nothing(tmp_path: Path) -
             kill = wait_and_kill(ingest, home, rng)
             if kill["exited_early"]:  # the ingestion must only ever stop because we killed it
                 errors += 1
+            exposed += len(kill["exposed"])
+            sockets_seen += len(kill["listening"])
             duplicates = duplicate_identities(lake) if lake.exists() else {}
             duplicated_mid_run += sum(duplicates.values())
             torn_now = torn_instants(lake) if lake.exists() else 0
@@ -144,7 +149,11 @@ def test_sigkill_during_ingestion_loses_and_duplicates_nothing(tmp_path: Path) -
     events = sum(c.expected for c in comparisons)
     record(SCENARIO, trials=TRIALS, events=events, lost=lost, duplicated=duplicated, errors=errors + mismatched,
            note=f"seed {seed}; {commits} commits between kills; {torn} kills left a torn commit")
+    record("security: ingest driver listens on loopback", trials=TRIALS, events=sockets_seen, errors=exposed,
+           note="listening sockets of the live ingest process tree, sampled before each kill")
     assert final.returncode == 0, final.stdout[-2000:] + final.stderr[-3000:]
+    assert exposed == 0, f"the ingestion listened beyond loopback; see {trials_log}"
+    assert sockets_seen > 0, "no listening socket of the ingestion seen (the detector sees nothing?)"
     details = [example for c in comparisons for example in c.examples]
     assert (lost, duplicated, mismatched, errors) == (0, 0, 0, 0), "\n".join(details)
     assert events > 10_000

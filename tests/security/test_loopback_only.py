@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
+from tests.conftest import free_port
 from tests.security.listening_sockets import listeners, process_tree
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux only)")
@@ -48,3 +53,28 @@ def test_ingestion_driver_listens_on_loopback_only(spark) -> None:
     jvm_tree = [pid for pid in process_tree(os.getpid()) if pid != os.getpid()]
     assert jvm_tree, "no child JVM found for the SparkSession"
     _assert_loopback_only(jvm_tree, "the ingestion Spark driver")
+
+
+def test_docs_server_listens_on_loopback_only(tmp_path: Path) -> None:
+    """``lakehouse docs serve`` on a minimal site (the files it requires), as a user starts it."""
+    home = tmp_path / "home"
+    site = home / "docs" / "site"
+    site.mkdir(parents=True)
+    (site / "index.html").write_text("<html><body>docs</body></html>")
+    (site / "manifest.json").write_text("{}")
+    port = free_port()
+    env = {**os.environ, "LAKEHOUSE_HOME": str(home), "LAKEHOUSE_DOCS_PORT": str(port)}
+    lakehouse = str(Path(sys.executable).with_name("lakehouse"))
+    server = subprocess.Popen([lakehouse, "docs", "serve", "--port", str(port)], env=env, start_new_session=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and port not in {item.port for item in listeners(process_tree(server.pid))}:
+            assert server.poll() is None, server.stdout.read().decode(errors="replace")
+            time.sleep(0.2)
+        tree = process_tree(server.pid)
+        assert port in {item.port for item in listeners(tree)}, f"the docs server never listened on {port}"
+        _assert_loopback_only(tree, "the docs server")
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
