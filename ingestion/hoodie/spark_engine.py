@@ -138,26 +138,36 @@ class SparkEngine:
         schema = StructType([*fields, StructField(RECORD_KEY, StringType()), StructField(PARTITION_PATH, StringType())])
         return df.mapInArrow(_add_keys(self.table.config), schema)
 
+    @staticmethod
+    def _dedupe(keyed, ctx: WriteContext):
+        """One row per (partition path, record key): greatest ordering value for upserts, else the last."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        order = [F.monotonically_increasing_id().desc()]
+        if ctx.operation == "upsert" and ctx.precombine_field:
+            order.insert(0, F.col(ctx.precombine_field).desc_nulls_last())
+        window = Window.partitionBy(PARTITION_PATH, RECORD_KEY).orderBy(*order)
+        return keyed.withColumn("_hoodie_rank", F.row_number().over(window)).filter("_hoodie_rank = 1").drop(
+            "_hoodie_rank"
+        )
+
     def plan(self, df, ctx: WriteContext, drop_duplicates: bool) -> ExecutionPlan | None:
         from pyspark import StorageLevel
-        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         from ingestion.hoodie.writer import workload_profile
 
-        fast = ctx.operation == "bulk_insert" or (
-            ctx.operation == "insert" and not drop_duplicates and not self.table.latest_base_files()
-        )
-        if fast:
-            return ExecutionPlan(partitions=[], workload=workload_profile({}, {}), payload=("fast", df))
+        empty_table = ctx.operation in ("insert", "bulk_insert") and not self.table.latest_base_files()
+        if (ctx.operation == "bulk_insert" and not drop_duplicates) or empty_table:
+            # No stored keys to look up and no small files to fill: one pass writes new file groups.
+            source = df
+            if drop_duplicates:
+                source = self._dedupe(self._keyed(df), ctx).drop(RECORD_KEY, PARTITION_PATH)
+            return ExecutionPlan(partitions=[], workload=workload_profile({}, {}), payload=("fast", source))
         keyed = self._keyed(df)
         if ctx.operation in ("upsert", "delete") or drop_duplicates:
-            order = [F.monotonically_increasing_id().desc()]
-            if ctx.operation == "upsert" and ctx.precombine_field:
-                order.insert(0, F.col(ctx.precombine_field).desc_nulls_last())
-            window = Window.partitionBy(PARTITION_PATH, RECORD_KEY).orderBy(*order)
-            keyed = keyed.withColumn("_hoodie_rank", F.row_number().over(window))
-            keyed = keyed.filter("_hoodie_rank = 1").drop("_hoodie_rank")
+            keyed = self._dedupe(keyed, ctx)
         keyed = keyed.persist(StorageLevel.MEMORY_AND_DISK)
         partitions = sorted(r[0] for r in keyed.select(PARTITION_PATH).distinct().collect())
         latest_list = self.table.latest_base_files(partitions=partitions) if partitions else []
@@ -205,7 +215,10 @@ class SparkEngine:
             tagged.unpersist()
             return None
         record_size = average_record_size(latest, self.sizing.record_size_estimate)
-        write_plan = plan_write(insert_counts, updated, latest, record_size, self.sizing)
+        sizing = self.sizing
+        if ctx.operation == "bulk_insert":  # bulk_insert never rewrites small files
+            sizing = SizingOptions(sizing.max_file_bytes, 0, sizing.record_size_estimate)
+        write_plan = plan_write(insert_counts, updated, latest, record_size, sizing)
         if write_plan.insert_ranges:
             ranges = spark.createDataFrame(
                 [(r.partition_path, r.low, r.high, r.file_id) for r in write_plan.insert_ranges],

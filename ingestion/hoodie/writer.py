@@ -135,6 +135,9 @@ class HoodieWriter:
             for partition in plan.partitions:
                 ensure_partition_metadata(self.table.base_path, partition, instant)
             stats = engine.execute(plan, ctx)
+            if not stats:  # e.g. an empty DataFrame on the single-pass insert path
+                self._abandon(instant)
+                return None
         except BaseException:
             # Roll back now; if this process dies instead, the next writer's recovery does it.
             rollback_pending(self.table)

@@ -115,3 +115,18 @@ def test_spark_insert_drops_redelivered_records(spark, tmp_path):
     oracle.apply(two, again + again[-3:], "insert", True)
     assert project(hudi_snapshot(table.base_path), DATA_COLUMNS) == project(oracle.snapshot(), DATA_COLUMNS)
     assert hudi_commits(table.base_path) == [one, two]
+
+
+def test_spark_insert_into_an_empty_table_drops_in_batch_duplicates(spark, tmp_path):
+    rng = random.Random(10)
+    cfg = TableConfig(name="first", record_key_fields=("id",), partition_fields=("day",))
+    table = HoodieTable.create_or_open(tmp_path / "f", cfg)
+    rows = [make_row(rng, k, 1) for k in range(12)]
+    batch = rows + rows[:5]
+    with table.writer() as writer:
+        assert writer.write(_df(spark, batch).limit(0), operation="insert") is None
+        instant = writer.write(_df(spark, batch), operation="insert", drop_duplicates=True)
+    oracle = Oracle(("id",), ("day",), None)
+    oracle.apply(instant, batch, "insert", True)
+    assert project(hudi_snapshot(table.base_path), DATA_COLUMNS) == project(oracle.snapshot(), DATA_COLUMNS)
+    assert table.completed_instants() == [instant] and table.pending_instants() == []
