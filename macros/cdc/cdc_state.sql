@@ -9,12 +9,12 @@
   columns       list of entity columns to keep (in order)
 
   Incremental run (is_incremental()): reads only staging rows of bronze commits newer
-  than the model's watermark (cdc_watermark), and
-    - on parquet (insert_overwrite, partition_by key_bucket): rewrites the key buckets
-      those changes touch, from the union of the changes and the current rows of those
-      buckets;
-    - on hudi (merge, unique_key state_key): merges the changed keys, each deduped
-      against its current row.
+  than the model's watermark (cdc_watermark, a table property); dedupes them together with the current
+  state rows of the keys they touch (the sort covers the changed keys only), and
+    - on parquet (insert_overwrite, partition_by key_bucket): returns those winners plus
+      the unchanged rows of the touched buckets, so each touched bucket is rewritten
+      whole and the other buckets are left alone;
+    - on hudi (merge, unique_key state_key): returns the winners, merged on state_key.
   A full refresh dedupes the whole change log, which gives the same rows.
 -#}
 {% macro cdc_state(staging, primary_key, columns) -%}
@@ -35,21 +35,26 @@ changes as (
         {{ cdc_key_bucket(cdc_state_key(primary_key)) }} as key_bucket
     from {{ staging }}
     {%- if is_incremental() %}
-    where bronze_commit_time > {{ cdc_watermark(this.identifier) }}
+    where bronze_commit_time > {{ cdc_watermark(this) }}
     {%- endif %}
 
 ),
 
 {% if is_incremental() -%}
-current_state as (
+changed_keys as (
+
+    select distinct state_key, key_bucket
+    from changes
+
+),
+
+current_of_changed_keys as (
 
     select {{ state_columns | join(', ') }}
     from {{ this }}
-    {%- if var('table_format', 'parquet') == 'hudi' %}
-    where state_key in (select state_key from changes)
-    {%- else %}
-    where key_bucket in (select distinct key_bucket from changes)
-    {%- endif %}
+    where
+        key_bucket in (select changed_keys.key_bucket from changed_keys)
+        and state_key in (select changed_keys.state_key from changed_keys)
 
 ),
 
@@ -57,7 +62,7 @@ candidates as (
 
     select {{ state_columns | join(', ') }} from changes
     union all
-    select {{ state_columns | join(', ') }} from current_state
+    select {{ state_columns | join(', ') }} from current_of_changed_keys
 
 ),
 {%- else -%}
@@ -79,7 +84,25 @@ latest as (
 
 )
 
+{%- if is_incremental() and var('table_format', 'parquet') != 'hudi' %},
+
+{#- insert_overwrite replaces whole buckets: the touched buckets' other keys are rewritten as they are #}
+unchanged_in_touched_buckets as (
+
+    select {{ state_columns | join(', ') }}
+    from {{ this }} as current_state
+    left anti join changed_keys on current_state.state_key = changed_keys.state_key
+    where current_state.key_bucket in (select changed_keys.key_bucket from changed_keys)
+
+)
+
 select * from latest
+union all
+select * from unchanged_in_touched_buckets
+{%- else %}
+
+select * from latest
+{%- endif %}
 {%- endmacro %}
 
 

@@ -2,52 +2,47 @@
   Incremental watermarks of the silver CDC state models.
 
   A state model reads only staging rows whose `bronze_commit_time` is newer than its
-  watermark, and records its new watermark in a post-hook, i.e. only after its main
-  statement has succeeded. A run killed midway therefore never advances the watermark:
-  the next run re-reads the same bronze commits, and because the dedupe is by source
-  position, reprocessing is idempotent. The table is append-only; the watermark of a
-  model is the largest value recorded for it.
+  watermark, kept as the table property `lakehouse.cdc_watermark` of the state table
+  itself. A post-hook sets it only after the model's main statement has succeeded: a run
+  killed midway never advances it, and the next run re-reads the same bronze commits;
+  reprocessing is idempotent because the dedupe is by source position. Keeping it in the
+  table's own metadata (not in a shared table) means no two models ever write the same
+  files, and a dropped or fully refreshed table starts from scratch with its watermark.
 -#}
 
-{#- Relation of the watermark table (in the silver schema). -#}
-{% macro cdc_watermarks_relation() -%}
-    {{ return(api.Relation.create(
-        database=none,
-        schema=generate_schema_name('silver', none) | trim,
-        identifier='cdc_watermarks',
-        type='table',
-    )) }}
+{#- Name of the table property holding the watermark. -#}
+{% macro cdc_watermark_property() -%}
+    {{ return('lakehouse.cdc_watermark') }}
 {%- endmacro %}
 
 
-{#- on-run-start: create the silver schema and the watermark table when missing. -#}
-{% macro create_cdc_watermarks_table() -%}
-    {%- if execute -%}
-        {%- set relation = cdc_watermarks_relation() -%}
-        {%- do run_query('create schema if not exists ' ~ relation.schema) -%}
-        {%- do run_query(
-            'create table if not exists ' ~ relation ~ ' ('
-            ~ 'model_name string, watermark string, recorded_at timestamp, invocation_id string'
-            ~ ') using parquet'
-        ) -%}
+{#- The watermark of `relation` as a SQL string literal ('' when none is recorded). -#}
+{% macro cdc_watermark(relation) -%}
+    {%- if not execute -%}
+        {{ return("''") }}
     {%- endif -%}
-{%- endmacro %}
-
-
-{#- A SQL expression: the watermark of `model_name` ('' when none was recorded). -#}
-{% macro cdc_watermark(model_name) -%}
-    (select coalesce(max(watermark), '') from {{ cdc_watermarks_relation() }}
-     where model_name = '{{ model_name }}')
+    {%- set value = [] -%}
+    {%- for row in run_query('show tblproperties ' ~ relation).rows -%}
+        {%- if row[0] == cdc_watermark_property() -%}
+            {%- do value.append(row[1]) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- set watermark = value[0] if value else '' -%}
+    {%- if not modules.re.match('^[0-9]*$', watermark) -%}
+        {%- do exceptions.raise_compiler_error(
+            relation ~ ": table property " ~ cdc_watermark_property() ~ " is not a Hudi instant: " ~ watermark) -%}
+    {%- endif -%}
+    {{ return("'" ~ watermark ~ "'") }}
 {%- endmacro %}
 
 
 {#- post-hook of a state model: record the newest bronze commit it now holds. -#}
 {% macro record_cdc_watermark() -%}
-    insert into {{ cdc_watermarks_relation() }}
-    select
-        '{{ this.identifier }}' as model_name,
-        coalesce(max(bronze_commit_time), '') as watermark,
-        current_timestamp() as recorded_at,
-        '{{ invocation_id }}' as invocation_id
-    from {{ this }}
+    {%- set watermark = '' -%}
+    {%- if execute -%}
+        {%- set rows = run_query(
+            "select coalesce(max(bronze_commit_time), '') from " ~ this).rows -%}
+        {%- set watermark = rows[0][0] if rows else '' -%}
+    {%- endif -%}
+    alter table {{ this }} set tblproperties ('{{ cdc_watermark_property() }}' = '{{ watermark }}')
 {%- endmacro %}

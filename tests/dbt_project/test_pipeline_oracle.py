@@ -51,10 +51,10 @@ def test_simulate_ingest_dbt_silver_equals_the_simulator_oracle(thrift_server, t
 
     _lakehouse(env, "simulate", "--scale", "0.005", "--changes", "500", "--truncate", "--quiet")
     _lakehouse(env, "ingest", "--once", "--quiet")
-    dbt.run("build", "-s", "+tag:silver")
+    dbt.run("build", "-s", "+tag:silver", "--indirect-selection", "cautious")
     assert _silver_vs_oracle(thrift_server, landing) == {}
 
     _lakehouse(env, "simulate", "--changes", "500", "--quiet")
     _lakehouse(env, "ingest", "--once", "--quiet")
-    dbt.run("build", "-s", "+tag:silver")
+    dbt.run("build", "-s", "+tag:silver", "--indirect-selection", "cautious")
     assert _silver_vs_oracle(thrift_server, landing) == {}
