@@ -146,7 +146,10 @@ class CatalogSync:
     def _placeholder(self, table: str) -> SyncResult | None:
         """An empty typed view for a table with no commit yet (never replaces an existing view)."""
         columns = self.placeholder_columns.get(table)
-        if not columns or table in self.synced_instants():
+        current = self.synced_instants().get(table)
+        if columns and current == EMPTY_INSTANT:
+            return SyncResult(table, "unchanged", EMPTY_INSTANT, EMPTY_INSTANT, message="empty view")
+        if not columns or current is not None:
             return None
         selected = ", ".join(f"CAST(NULL AS {check_type(kind)}) AS {quote_identifier(name)}"
                              for name, kind in (*HOODIE_META_COLUMNS, *columns))

@@ -112,8 +112,8 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
         if query.isActive:
             query.stop()
         if syncer is not None:
-            syncer.stop()
-            syncer.run(force=True)  # catch the catalog up with the last commits
+            if syncer.stop():
+                syncer.run(force=True)  # catch the catalog up with the last commits
             syncer.close()
     error = query.exception()
     if error is not None:

@@ -68,12 +68,17 @@ class CatalogSyncer:
                 break
             self.run(force=True)
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 300.0) -> bool:
+        """Stop the background thread; False when it is still stuck in a sync after ``timeout``."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
-            self._thread.join(timeout=120)
+            self._thread.join(timeout=timeout)
+            if self._thread.is_alive():
+                log.warning("catalog sync thread still busy after %.0fs; the next start catches up", timeout)
+                return False
             self._thread = None
+        return True
 
     # -- one pass -----------------------------------------------------------------------
     def run(self, report: BatchReport | None = None, force: bool = False) -> None:
@@ -86,10 +91,13 @@ class CatalogSyncer:
                 if report is not None:
                     report.sync_error = "waiting to retry the Thrift server"
                 return
-            tables = sorted(self.pending)
+            # Take the pending set: a commit notified while this pass runs stays pending for the next.
+            tables, self.pending = sorted(self.pending), set()
         try:
             results = self.sync.sync_tables(tables)
         except ThriftUnavailable as exc:
+            with self._lock:
+                self.pending |= set(tables)
             self._last_failure = time.monotonic()
             self.last_error = str(exc)
             log.warning("catalog sync postponed: %s", exc)
@@ -99,8 +107,8 @@ class CatalogSyncer:
         with self._lock:
             self.last_error = None
             for result in results:
-                if result.status in ("synced", "unchanged", "placeholder"):
-                    self.pending.discard(result.table)
+                if result.status not in ("synced", "unchanged", "placeholder"):
+                    self.pending.add(result.table)
                 if result.status == "synced":
                     self.synced[result.table] = result.instant or ""
                 if result.status == "failed":
