@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "mismatches) are kept in <lake>/bronze/dead_letter with their reason.",
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
-    listing = actions.add_parser("list", help="print dead letters (newest filters first)")
+    listing = actions.add_parser("list", help="print dead letters in topic/partition/offset order")
     _filters(listing)
     listing.add_argument("--limit", type=int, default=50, help="at most N lines (default 50; 0 = all)")
     listing.add_argument("--json", action="store_true", help="one JSON object per line, raw line included")
