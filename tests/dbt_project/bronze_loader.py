@@ -61,12 +61,10 @@ class BronzeLoader:
     def create_all(self) -> None:
         """(Re)create the schema and every bronze table, empty."""
         tables = [*load_contracts(), "dead_letter"]
-        statements = [f"create schema if not exists {self.schema}"]
+        statements = [f"drop schema if exists {self.schema} cascade", f"create schema {self.schema}"]
         for table in tables:
             columns = ", ".join(f"`{name}` {typ}" for name, typ in bronze_columns(table))
-            statements += [f"drop view if exists {self.schema}.`{table}`",
-                           f"drop table if exists {self.schema}.`{table}`",
-                           f"create table {self.schema}.`{table}` ({columns}) using parquet"]
+            statements.append(f"create table {self.schema}.`{table}` ({columns}) using parquet")
         self._execute(statements)
 
     def next_instant(self) -> str:

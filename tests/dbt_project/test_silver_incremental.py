@@ -16,7 +16,7 @@ import pytest
 
 from tests.dbt_project.conftest import DbtLakehouse
 
-SILVER = ("tag:silver",)
+SILVER = ("+tag:silver",)
 
 
 def test_silver_equals_oracle_before_and_after_incremental_changes(lakehouse: DbtLakehouse) -> None:
@@ -35,14 +35,14 @@ def test_silver_equals_oracle_before_and_after_incremental_changes(lakehouse: Db
 
 def test_incremental_run_rewrites_only_touched_buckets(lakehouse: DbtLakehouse) -> None:
     """A change to one sale rewrites only that sale's key bucket of sales_cdc_state."""
-    lakehouse.dbt.run("run", "-s", "sales_cdc_state")
+    lakehouse.dbt.run("run", "-s", "+sales_cdc_state")
     before = dict(lakehouse.sql(
         "select key_bucket, max(input_file_name()) from silver.sales_cdc_state group by key_bucket"))
     assert len(before) == 8
     row = dict(lakehouse.fixture.rows["sale"][1])
     lakehouse.fixture._put("sale", "u", dict(row, qtysold=row["qtysold"] % 8 + 1))
     lakehouse.commit(lakehouse.fixture.log.take())
-    lakehouse.dbt.run("run", "-s", "sales_cdc_state")
+    lakehouse.dbt.run("run", "-s", "+sales_cdc_state")
     after = dict(lakehouse.sql(
         "select key_bucket, max(input_file_name()) from silver.sales_cdc_state group by key_bucket"))
     rewritten = sorted(b for b in before if before[b] != after[b])
