@@ -36,7 +36,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         terminalreporter.write_line(f"figures written to {path}")
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def own_thrift_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThriftServer]:
     """A managed Thrift server only this suite uses: it gets killed, and its metastore gets our views."""
     home = tmp_path_factory.mktemp("reliability-thrift")

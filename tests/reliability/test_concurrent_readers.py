@@ -10,6 +10,7 @@ moves to a newer commit).
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 import time
@@ -104,9 +105,8 @@ def test_readers_only_ever_see_committed_snapshots(own_thrift_server, tmp_path: 
     for thread in threads:
         thread.start()
     try:
-        assert wait_for(lambda: any(log.answers for log in logs) or not ingest.running(), timeout=600), (
-            "no reader got an answer in 10 minutes"
-        )
+        assert wait_for(lambda: any(a for log in logs for _, a in log.answers) or not ingest.running(),
+                        timeout=600), "no reader saw a committed row in 10 minutes"
         time.sleep(READ_SECONDS)
         ingest_alive = ingest.running()
     finally:
@@ -115,7 +115,8 @@ def test_readers_only_ever_see_committed_snapshots(own_thrift_server, tmp_path: 
             thread.join(timeout=60)
         ingest.stop(signal.SIGINT)
         simulator.stop(signal.SIGINT)
-    valid = {table: set(by_instant.values()) for table, by_instant in counts.items()}
+    # 0 is the snapshot before the first commit (catalog sync registers an empty typed view).
+    valid = {table: {0, *by_instant.values()} for table, by_instant in counts.items()}
     wrong: list[str] = []
     backwards = 0
     for log in logs:
@@ -127,12 +128,21 @@ def test_readers_only_ever_see_committed_snapshots(own_thrift_server, tmp_path: 
                 backwards += 1
             previous = answer
     answers = sum(len(log.answers) for log in logs)
+    nonzero = sum(1 for log in logs for _, a in log.answers if a)
     errors = len(wrong) + backwards + sum(len(log.errors) for log in logs) + (not ingest_alive)
     commits = sum(len(c) for c in counts.values())
+    diagnostics = tmp_path / "readers.json"
+    diagnostics.write_text(json.dumps({
+        "counts": counts, "monitor_failures": monitor_failures[:20], "wrong": wrong[:20], "backwards": backwards,
+        "readers": [{"table": log.table, "answers": [a for _, a in log.answers], "errors": log.errors[:10],
+                     "not_synced_yet": log.not_synced_yet} for log in logs],
+    }, indent=1))
     record(SCENARIO, trials=answers, events=answers, errors=errors,
-           note=f"{len(logs)} readers x {READ_SECONDS:.0f}s; {commits} commits of {'/'.join(TABLES)} observed")
+           note=f"{len(logs)} readers x {READ_SECONDS:.0f}s, {nonzero} non-empty answers; "
+                f"{commits} commits of {'/'.join(TABLES)} observed")
+    print(f"reader diagnostics: {diagnostics}")
     assert ingest_alive, (tmp_path / "ingest.log").read_text(errors="replace")[-3000:]
-    assert answers > 50, f"too few answers: {answers}"
+    assert nonzero > 30, f"too few answers after the first commit: {nonzero} of {answers}"
     assert commits >= 6, f"too few commits during the read window: {counts}"
     assert not wrong, "\n".join(wrong[:10])
     assert backwards == 0

@@ -42,7 +42,7 @@ from tests.reliability.figures import record
 INGESTED_AT = dt.datetime(2026, 11, 22, 12, 0, 0)
 LANDING_FILE = "topics/t/partition=0/t+0+0000000000.json"
 FAST = settings(max_examples=15, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-BIG = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+BIG = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def parse(raw: bytes, topic: str, scenario: str, offset: int = 7):
