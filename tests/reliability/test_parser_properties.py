@@ -295,13 +295,7 @@ def test_huge_string_value_is_parsed() -> None:
     assert isinstance(result, BronzeEvent) and result.row["catgroup"] == huge
 
 
-KNOWN_PARSER_BUGS = pytest.mark.xfail(
-    reason="parser bug found by this suite (reported to the lead): an exception instead of a dead letter",
-    strict=False,
-)
-
-
-@KNOWN_PARSER_BUGS
+# Lines this suite's properties found raising instead of being dead-lettered (fixed in b93f7de).
 @pytest.mark.parametrize(
     "line",
     [
