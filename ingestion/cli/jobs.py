@@ -101,7 +101,8 @@ def _history(args: argparse.Namespace) -> int:
         table.add_column(column)
     for run in runs:
         table.add_row(
-            run.job, run.run_id, run.trigger, run.status, run.started_at,
+            run.job, run.run_id, run.trigger + (f" (resumes {run.resumed_from})" if run.resumed_from else ""),
+            run.status, run.started_at,
             f"{run.duration_s:.1f}s" if run.duration_s is not None else "-",
             run.failed_step or "", ", ".join(a["event"] for a in run.alerts if a.get("sent")) or "",
         )

@@ -74,6 +74,7 @@ class RunRecord:
     stale_sources: list[str] = field(default_factory=list)
     pid: int = field(default_factory=os.getpid)
     lock_taken_over_from: dict | None = None
+    resumed_from: str | None = None  # run_id of the failed run this one resumed
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,7 +90,8 @@ class RunRecord:
             )
             for s in data.get("steps", [])
         ]
-        return cls(**{**data, "steps": steps})
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{**{k: v for k, v in data.items() if k in known}, "steps": steps})
 
 
 class RunStore:

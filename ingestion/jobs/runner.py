@@ -172,6 +172,7 @@ class JobRunner:
         record = RunRecord(
             job=job.name, run_id=new_run_id(started), trigger=trigger, status="running",
             started_at=_iso(started), steps=[StepRecord(i + 1, s.name) for i, s in enumerate(job.steps)],
+            resumed_from=resume_point[2] if resume_point else None,
         )
         lock = JobLock(job_dir(self.home, job.name) / "lock", record.run_id, record.started_at)
         try:
@@ -202,8 +203,8 @@ class JobRunner:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _resume_point(self, job: JobSpec) -> tuple[int, bool]:
-        """(index of the step to start at, whether to start it with ``dbt retry``)."""
+    def _resume_point(self, job: JobSpec) -> tuple[int, bool, str]:
+        """(index of the step to start at, whether to start it with ``dbt retry``, the failed run's id)."""
         previous = next((r for r in list_runs(self.home, job.name) if r.status != "skipped"), None)
         if previous is None or previous.status not in ("failed", "timed_out", "crashed"):
             raise ValueError(f"job '{job.name}' has no failed run to resume (latest: "
@@ -217,16 +218,16 @@ class JobRunner:
         wrote_results = bool(failed.attempts) and any(
             a.endswith("run_results.json") for a in failed.attempts[-1].artifacts
         )
-        return failed.index - 1, step.supports_dbt_retry and wrote_results
+        return failed.index - 1, step.supports_dbt_retry and wrote_results, previous.run_id
 
-    def _run_steps(self, job: JobSpec, store: RunStore, resume_point: tuple[int, bool] | None) -> None:
+    def _run_steps(self, job: JobSpec, store: RunStore, resume_point: tuple[int, bool, str] | None) -> None:
         record = store.record
         deadline = time.monotonic() + job.timeout_seconds
         target = job_dir(self.home, job.name) / "target"
         dbt_logs = job_dir(self.home, job.name) / "dbt-logs"
         target.mkdir(parents=True, exist_ok=True)
         env = commands.step_env(target, dbt_logs, self.base_env)
-        first, retry_first = resume_point or (0, False)
+        first, retry_first, _ = resume_point or (0, False, None)
         for index, step in enumerate(job.steps):
             step_record = record.steps[index]
             if index < first:

@@ -254,7 +254,7 @@ def test_resume_reruns_the_failed_dbt_step_with_dbt_retry(home, clock, fake_dbt,
     clock.advance(hours=1)
     resumed = runner.run(job, resume=True)
 
-    assert resumed.status == "success"
+    assert resumed.status == "success" and resumed.resumed_from == failed.run_id
     assert fake_dbt() == [["seed"], ["build"], ["retry"], ["docs", "generate"]]
     assert [s.status for s in resumed.steps] == ["skipped (resumed)", "success", "success"]
     assert len(webhook.events("job_failed")) == 1
