@@ -101,10 +101,14 @@ class ProcessResult:
     exit_code: int | None
     timed_out: bool
     error: str | None = None
+    stalled: bool = False  # killed after printing nothing for the stall timeout
 
 
-def run_process(argv: list[str], env: dict[str, str], log_path: Path, timeout: float) -> ProcessResult:
-    """Run ``argv`` with output to ``log_path``; kill its process group after ``timeout`` seconds."""
+def run_process(
+    argv: list[str], env: dict[str, str], log_path: Path, timeout: float, stall_timeout: float | None = None
+) -> ProcessResult:
+    """Run ``argv`` with output to ``log_path``; kill its process group after ``timeout`` seconds,
+    or after ``stall_timeout`` seconds without any new output (a client hung on a dead connection)."""
     with open(log_path, "ab") as out:
         out.write(f"$ {' '.join(argv)}\n".encode())
         out.flush()
@@ -117,12 +121,28 @@ def run_process(argv: list[str], env: dict[str, str], log_path: Path, timeout: f
             message = f"cannot start {argv[0]!r}: {exc}"
             out.write(f"{message}\n".encode())
             return ProcessResult(exit_code=None, timed_out=False, error=message)
+        deadline = time.monotonic() + max(timeout, 0.001)
+        last_size, last_growth = -1, time.monotonic()
         try:
-            return ProcessResult(exit_code=process.wait(timeout=max(timeout, 0.001)), timed_out=False)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            out.write(f"\n[lakehouse jobs] killed after the job timeout ({timeout:.0f}s left)\n".encode())
-            return ProcessResult(exit_code=process.returncode, timed_out=True)
+            while True:
+                poll = min(1.0, max(deadline - time.monotonic(), 0.001))
+                try:
+                    return ProcessResult(exit_code=process.wait(timeout=poll), timed_out=False)
+                except subprocess.TimeoutExpired:
+                    pass
+                now = time.monotonic()
+                if now >= deadline:
+                    _kill_group(process)
+                    out.write(f"\n[lakehouse jobs] killed at the job timeout ({timeout:.0f}s)\n".encode())
+                    return ProcessResult(exit_code=process.returncode, timed_out=True)
+                size = log_path.stat().st_size
+                if size != last_size:
+                    last_size, last_growth = size, now
+                elif stall_timeout is not None and now - last_growth >= stall_timeout:
+                    _kill_group(process)
+                    out.write(f"\n[lakehouse jobs] stalled: no output for {stall_timeout:.0f}s; "
+                              "killed (treated as a dropped connection)\n".encode())
+                    return ProcessResult(exit_code=process.returncode, timed_out=False, stalled=True)
         except BaseException:  # KeyboardInterrupt / scheduler shutdown: never orphan the step
             _kill_group(process)
             raise
@@ -286,7 +306,7 @@ class JobRunner:
             remaining = deadline - time.monotonic()
             t0 = time.monotonic()
             result = (
-                run_process(argv, env, log_path, remaining)
+                run_process(argv, env, log_path, remaining, job.stall_timeout_seconds)
                 if remaining > 0
                 else ProcessResult(exit_code=None, timed_out=True)
             )
@@ -305,7 +325,7 @@ class JobRunner:
                 return "success"
             transient = step.retry_on == "any" or (
                 step.retry_on == "transient"
-                and bool(TRANSIENT_PATTERNS.search(log_excerpt(log_path, 200, 20000)))
+                and (result.stalled or bool(TRANSIENT_PATTERNS.search(log_excerpt(log_path, 200, 20000))))
             )
             attempt_record.outcome = "transient" if transient else "failed"
             if not transient or attempt == max_attempts:

@@ -32,7 +32,7 @@ DBT_RETRYABLE_COMMANDS = frozenset({"build", "run", "test", "seed", "snapshot", 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _JOB_KEYS = {
     "name", "description", "cron", "timezone", "timeout_minutes", "retries", "backoff_seconds",
-    "backoff_max_seconds", "alert_on_stale_sources", "steps", "enabled",
+    "backoff_max_seconds", "alert_on_stale_sources", "steps", "enabled", "stall_timeout_minutes",
 }
 _STEP_KEYS = {"name", "retry_on", "continue_on_failure", *STEP_KINDS}
 
@@ -86,6 +86,8 @@ class JobSpec:
     backoff_max_seconds: float = 600.0
     alert_on_stale_sources: bool = True
     enabled: bool = True
+    #: Kill a step that prints nothing for this long and treat it as transient (None: off).
+    stall_timeout_seconds: float | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def trigger(self) -> CronTrigger | None:
@@ -184,6 +186,10 @@ def _parse_job(raw: Any, source: str, index: int) -> JobSpec:
         ),
         alert_on_stale_sources=bool(raw.get("alert_on_stale_sources", True)),
         enabled=bool(raw.get("enabled", True)),
+        stall_timeout_seconds=(
+            None if raw.get("stall_timeout_minutes") is None
+            else _number(raw["stall_timeout_minutes"], source, where, "stall_timeout_minutes", 0.001) * 60
+        ),
     )
 
 

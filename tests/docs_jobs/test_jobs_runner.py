@@ -281,3 +281,28 @@ def test_missing_environment_variable_fails_the_step_clearly(home, clock, webhoo
 
     assert record.status == "failed"
     assert "LAKEHOUSE_TEST_BUCKET is not set" in webhook.received[0]["log_excerpt"]
+
+
+def test_a_stalled_step_is_killed_and_retried(home, tmp_path, clock, webhook):
+    """A client hung on a dead connection prints nothing: killed after the stall timeout, then retried."""
+    counter = tmp_path / "calls"
+    script = (
+        "import pathlib, sys, time\n"
+        f"counter = pathlib.Path({str(counter)!r})\n"
+        "n = int(counter.read_text()) if counter.exists() else 0\n"
+        "counter.write_text(str(n + 1))\n"
+        "print('60 of 60 PASS unique_rpt_event_sell_through_event_id', flush=True)\n"
+        "if n == 0:\n"
+        "    time.sleep(120)\n"
+    )
+    job = one_job([{"command": [sys.executable, "-c", script]}], stall_timeout_minutes=2 / 60, retries=1)
+
+    began = time.monotonic()
+    record = runner_for(home, webhook.url, clock).run(job)
+
+    assert time.monotonic() - began < 30
+    assert record.status == "success"
+    assert [a.outcome for a in record.steps[0].attempts] == ["transient", "success"]
+    log = (home / "jobs/demo/runs" / record.run_id / record.steps[0].attempts[0].log).read_text()
+    assert "stalled: no output" in log
+    assert webhook.received == []
