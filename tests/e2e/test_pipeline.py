@@ -59,13 +59,12 @@ def clean_server(thrift_server, tmp_path):
     return thrift_server, env, home
 
 
-def test_simulate_ingest_build_twice_matches_oracle(clean_server):
-    server, env, home = clean_server
+def _two_rounds(server, env, home, dbt_args: list[str]) -> None:
     landing = home / "landing"
     _run(["simulate", "--scale", "0.01", "--changes", "1500", "--seed", "11", "--format", "mixed",
           "--inject-bad", "6", "--start-time", "2026-01-01T00:00:00", "--quiet"], env)  # fmt: skip
     _run(["ingest", "--once", "--quiet"], env)
-    _run(["dbt", "build"], env)
+    _run(["dbt", *dbt_args], env)
     assert _silver_matches_oracle(server, landing) == {}
     dead = thrift.run_sql(server.host, server.port, "select count(*) from bronze.dead_letter")[0][0]
     assert dead == len(load_oracle(str(landing)).dead_letters())
@@ -73,5 +72,16 @@ def test_simulate_ingest_build_twice_matches_oracle(clean_server):
     # A second round of changes on the same landing (the simulator resumes), then incremental dbt.
     _run(["simulate", "--changes", "800", "--format", "mixed", "--quiet"], env)
     _run(["ingest", "--once", "--quiet"], env)
-    _run(["dbt", "build"], env)
+    _run(["dbt", *dbt_args], env)
     assert _silver_matches_oracle(server, landing) == {}
+
+
+def test_simulate_ingest_silver_twice_matches_oracle(clean_server):
+    """Default suite: the silver models (and what they read) after each of two rounds."""
+    _two_rounds(*clean_server, ["run", "--select", "+path:models/silver"])
+
+
+@pytest.mark.slow
+def test_simulate_ingest_full_build_twice_matches_oracle(clean_server):
+    """Slow suite: the whole `dbt build` (models, snapshots, seeds, every test) twice."""
+    _two_rounds(*clean_server, ["build"])
