@@ -93,6 +93,7 @@ def where_to_look(settings: Settings) -> list[str]:
         f"bronze tables (Hudi): {settings.lake}/bronze/",
         "pipeline state: lakehouse status",
         "SQL: lakehouse dbt show --inline 'select * from silver.sales limit 5'",
-        f"docs site: {PROJECT_DIR / 'target' / 'static_index.html'} or 'lakehouse docs serve'",
+        f"docs site: {settings.home / 'docs' / 'site'} ('lakehouse docs serve', then http://127.0.0.1:"
+        f"{settings.docs_port}/)",
         "stop everything: lakehouse down",
     ]
