@@ -30,9 +30,10 @@ SCREENSHOTS = PROJECT_DIR / "test-output" / "docs"
 PROJECT = "tickit_lakehouse"
 FCT_SALES = f"model.{PROJECT}.fct_sales"
 EXPOSURE = f"exposure.{PROJECT}.tickit_sales_summary"
-#: Resource types drawn in dbt-docs' lineage graph (tests and macros are not nodes there).
+#: Resource types drawn in dbt-docs' lineage graph; of the tests only singular ones (no ``test_metadata``).
 GRAPH_TYPES = (
     "model", "source", "seed", "snapshot", "exposure", "metric", "semantic_model", "saved_query", "unit_test",
+    "analysis",
 )
 
 GRAPH_NODES_JS = """
@@ -150,7 +151,13 @@ def lineage(manifest: dict, unique_id: str) -> set[str]:
         tested = f"model.{unit_test['package_name']}.{unit_test['model']}"
         children.setdefault(tested, []).append(test_id)
     related = {unique_id} | walk(unique_id, manifest["parent_map"]) | walk(unique_id, children)
-    return {node for node in related if node.split(".")[0] in GRAPH_TYPES}
+    def drawn(node: str) -> bool:
+        kind = node.split(".")[0]
+        if kind == "test":
+            return "test_metadata" not in manifest["nodes"].get(node, {})
+        return kind in GRAPH_TYPES
+
+    return {node for node in related if drawn(node)}
 
 
 def overview_heading() -> str:
