@@ -172,6 +172,16 @@ def overview_heading() -> str:
     raise AssertionError("no {% docs __overview__ %} block under models/")
 
 
+def close_graph(driver) -> None:
+    """Close the lineage overlay (it stays open across page changes otherwise)."""
+    from selenium.webdriver.common.by import By
+
+    for button in driver.find_elements(By.CSS_SELECTOR, '[ng-click="closeGraph()"]'):
+        if button.is_displayed():
+            button.click()
+            break
+
+
 def first_sentence(description: str) -> str:
     return re.split(r"(?<=[.;:])\s", " ".join(description.split()), maxsplit=1)[0]
 
@@ -203,11 +213,13 @@ def test_fct_sales_page_and_its_lineage_graph(browser, site_url, manifest):
     time.sleep(1.5)  # let the layout settle for the screenshot
     browser.save_screenshot(str(SCREENSHOTS / "fct_sales_lineage.png"))
     drawn = set(graph["nodes"])
+    close_graph(browser)
     assert drawn == lineage(manifest, FCT_SALES)
     assert f"source.{PROJECT}.ecomm.sale" in drawn  # lineage reaches the bronze source
 
 
 def test_exposure_page(browser, site_url, manifest):
+    close_graph(browser)
     assert EXPOSURE in manifest["exposures"], f"the dbt project defines no exposure {EXPOSURE}"
     exposure = manifest["exposures"][EXPOSURE]
     title = exposure.get("label") or exposure["name"]
