@@ -106,6 +106,10 @@ def _parse_file(path: Path) -> list[TableContract]:
         columns = []
         for col in spec.get("columns") or []:
             cname = _check_identifier(col.get("name"), f"{where} {name} column")
+            unknown = set(col) - {"name", "type", "description"}
+            if unknown:
+                # Usually an unquoted comma inside a flow mapping cut a description short.
+                raise ContractError(f"{where}: {name}.{cname} has unknown keys {sorted(map(str, unknown))}")
             ctype = str(col.get("type"))
             if not _TYPE.match(ctype):
                 raise ContractError(f"{where}: {name}.{cname} has unsupported type {ctype!r}")
