@@ -1,9 +1,10 @@
 """Repoint ``bronze.<table>`` views at hard-link snapshots of the latest Hudi commit.
 
 One sync of one table: read the latest base files through ``ingestion.hoodie``, build
-``<lake>/_catalog/<table>/<instant>/`` (hard links), then in ONE statement
-``CREATE OR REPLACE VIEW bronze.<table> TBLPROPERTIES (...) AS SELECT * FROM
-parquet.`<dir>```. The synced instant is kept in the view's properties, so a sync is
+``<lake>/_catalog/<table>/<instant>/`` (hard links), then repoint the view in one
+metastore update: ``ALTER VIEW bronze.<table> AS SELECT * FROM parquet.`<dir>``` (the
+first sync creates it; Spark's ``CREATE OR REPLACE VIEW`` would drop and re-create it,
+so a concurrent reader could find no view). The synced instant is kept in the view's properties, so a sync is
 idempotent and a restarted process knows where the catalog stands. Old snapshot
 directories are removed after a grace period.
 """
@@ -133,11 +134,16 @@ class CatalogSync:
             f"{quote_property_value(key)} = {quote_property_value(value)}"
             for key, value in ((SYNCED_INSTANT_PROPERTY, instant), (SNAPSHOT_DIR_PROPERTY, str(directory)))
         )
-        statement = (
-            f"CREATE OR REPLACE VIEW {db}.{quoted_table} TBLPROPERTIES ({properties}) "
-            f"AS SELECT * FROM parquet.{quote_path(str(directory))}"
-        )
-        self.catalog.execute(statement)
+        select = f"SELECT * FROM parquet.{quote_path(str(directory))}"
+        if previous is None:
+            self.catalog.execute(f"CREATE OR REPLACE VIEW {db}.{quoted_table} TBLPROPERTIES ({properties}) AS {select}")
+        else:
+            # Spark's CREATE OR REPLACE VIEW drops and re-creates an existing view, so a
+            # concurrent reader can miss it; ALTER VIEW ... AS updates it in one metastore call.
+            # The properties follow: a crash between the two leaves an older synced instant
+            # recorded, and the next sync simply repoints again.
+            self.catalog.execute(f"ALTER VIEW {db}.{quoted_table} AS {select}")
+            self.catalog.execute(f"ALTER VIEW {db}.{quoted_table} SET TBLPROPERTIES ({properties})")
         self.synced_instants()[table] = instant
         removed = remove_old_snapshots(root, instant, self.grace_seconds)
         return SyncResult(table, "synced", instant, previous, len(files), time.monotonic() - started,
