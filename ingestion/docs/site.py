@@ -55,7 +55,9 @@ def _default_dbt(args: Sequence[str]) -> int:
 
 
 def generate_args(target: Path, empty_catalog: bool = False, extra: Sequence[str] = ()) -> list[str]:
-    args = ["docs", "generate", "--static", "--target-path", str(target)]
+    # A full parse: the site's manifest must not inherit a partial-parse state left in the
+    # target by other dbt commands (a stale child_map once drew lineage the manifest lacked).
+    args = ["docs", "generate", "--static", "--no-partial-parse", "--target-path", str(target)]
     if empty_catalog:
         args.append("--empty-catalog")
     return [*args, *extra]

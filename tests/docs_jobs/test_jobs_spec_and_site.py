@@ -103,7 +103,7 @@ def test_build_site_runs_dbt_docs_generate_static_and_reports_failure(tmp_path, 
         return 0
 
     summary = build_site(settings, dbt=fake_dbt)
-    assert calls == [["docs", "generate", "--static", "--target-path", str(target)]]
+    assert calls == [["docs", "generate", "--static", "--no-partial-parse", "--target-path", str(target)]]
     assert summary.site_dir == home / "docs/site" and (home / "docs/site/static_index.html").is_file()
 
     with pytest.raises(DocsBuildError, match="exit code 2"):
