@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingestion.config import Settings
+from ingestion.hive_llap_stub import JAR_NAME, ensure_stub_jar
 
 MAIN_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 DRIVER_MEMORY = "6g"  # 2 cores / 24 GB machines run the server beside ingestion and tests
@@ -103,6 +104,9 @@ def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
             f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
         ),
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={home / 'logs'}",
+        # The wheel lacks one Hive LLAP interface; without it a closing session can poison
+        # the server (see ingestion/hive_llap_stub.py). start() writes this jar.
+        "spark.driver.extraClassPath": str(stub_jar_path(settings)),
         "spark.sql.catalogImplementation": "hive",
         # Bronze views read hundreds of files: list them in the driver, not in a job per query.
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
@@ -114,6 +118,10 @@ def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.hive.thriftServer.async": "true",
     }
+
+
+def stub_jar_path(settings: Settings) -> Path:
+    return settings.home / "lib" / JAR_NAME
 
 
 def _pid_file(settings: Settings) -> Path:
@@ -223,6 +231,7 @@ def start(settings: Settings, ui: bool = False, timeout: float = 240.0) -> Serve
     java_executable()
     for directory in (settings.home, settings.logs_dir, settings.run_dir):
         directory.mkdir(parents=True, exist_ok=True)
+    ensure_stub_jar(stub_jar_path(settings).parent)
     command = [str(spark_home() / "bin" / "spark-submit"), "--class", MAIN_CLASS]
     for key, value in server_confs(settings, ui).items():
         command += ["--conf", f"{key}={value}"]
