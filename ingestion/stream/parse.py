@@ -20,6 +20,7 @@ import json
 from collections.abc import Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ingestion.cdc.contracts import BRONZE_METADATA_COLUMNS, TableContract, topic_map
 from ingestion.cdc.landing import LandingPathError, parse_landing_path
@@ -31,6 +32,7 @@ from ingestion.stream.bronze import (
     arrow_schema,
     bronze_contracts,
 )
+from ingestion.stream.fast_parse import SEQ, FileOutcome, delivery_for, fast_parsers, parser_mode
 
 EVENT, DEAD, TOMBSTONE, FILES = "event", "dead", "tombstone", "files"
 
@@ -76,6 +78,7 @@ class LineParser:
         self.topics = topic_map()
         self.schemas = {name: arrow_schema(c.bronze_columns) for name, c in self.contracts.items()}
         self.dead_schema = arrow_schema(DEAD_LETTER_TABLE_COLUMNS)
+        self.fast = fast_parsers(self.topics, ingested_at)
 
     def parse(self, files: list[str], indexes: list[int], raws: list[bytes]
               ) -> tuple[dict[str, list[BronzeEvent]], list[DeadLetter], int]:
@@ -143,30 +146,102 @@ class LineParser:
         file_bytes: dict[str, int] = {}
         for landing_file, raw in zip(files, raws, strict=True):
             file_bytes[landing_file] = file_bytes.get(landing_file, 0) + len(raw) + 1
-        kinds, tables, counts, oldest, payloads = [FILES], [None], [0], [None], [json.dumps(file_bytes).encode()]
-        for table, table_events in events.items():
+        tables = {table: self.event_table(table, table_events) for table, table_events in events.items()}
+        return self.chunk_batch(file_bytes, tables, dead, tombstones)
+
+    def file_chunks(self, files: list[tuple[str, bytes, list[bytes]]]) -> pa.RecordBatch:
+        """Like ``chunks`` for whole landing files (``landing_file``, content, lines), through the fast path.
+
+        Lines the fast path cannot prove valid go through ``parse``; the rows of both are
+        merged back into line order, so the output is the one ``chunks`` gives.
+        """
+        file_bytes: dict[str, int] = {}
+        fast_tables: dict[str, list[pa.Table]] = {}
+        fallback: tuple[list[str], list[int], list[bytes]] = ([], [], [])
+        tombstones = 0
+        seq_base: dict[str, int] = {}
+        base = 0
+        for landing_file, content, lines in files:
+            file_bytes[landing_file] = file_bytes.get(landing_file, 0) + sum(map(len, lines)) + len(lines)
+            seq_base[landing_file] = base
+            outcome = self._fast_file(landing_file, content, lines)
+            tombstones += outcome.tombstones
+            for piece in outcome.tables:
+                seq = pc.add(piece.column(SEQ), base)
+                fast_tables.setdefault(outcome.table, []).append(piece.set_column(piece.num_columns - 1, SEQ, seq))
+            fallback[0].extend([landing_file] * len(outcome.fallback))
+            fallback[1].extend(outcome.fallback)
+            fallback[2].extend([lines[i] for i in outcome.fallback])
+            base += len(lines)
+        events, dead, fallback_tombstones = self.parse(*fallback)
+        tables = {}
+        for table in dict.fromkeys([*fast_tables, *events]):
+            tables[table] = self._merged_table(table, fast_tables.get(table, []), events.get(table, []), seq_base)
+        return self.chunk_batch(file_bytes, tables, dead, tombstones + fallback_tombstones)
+
+    def _fast_file(self, landing_file: str, content: bytes, lines: list[bytes]) -> FileOutcome:
+        try:
+            where = parse_landing_path(landing_file)
+        except LandingPathError:
+            return FileOutcome(fallback=list(range(len(lines))))
+        fast = self.fast.get(where.topic)
+        if fast is None:
+            return FileOutcome(fallback=list(range(len(lines))))
+        return fast.parse(lines, content, delivery_for(where.topic, where.partition, where.start_offset, landing_file))
+
+    def _merged_table(self, table: str, fast: list[pa.Table], events: list[BronzeEvent],
+                      seq_base: dict[str, int]) -> pa.Table:
+        """Fast rows and Python rows of ``table`` in line order, in the schema ``event_table`` gives."""
+        pieces = list(fast)
+        if events:
+            python = self.event_table(table, events)
+            seq = [seq_base[e.row["_cdc_landing_file"]] + e.row["_cdc_kafka_offset"] - _start_offset(e) for e in events]
+            python = python.append_column(SEQ, pa.array(seq, pa.int64()))
+            pieces = [_with_columns(piece, python.schema) for piece in pieces] + [python]
+        merged = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+        if len(pieces) > 1:
+            merged = merged.take(pc.sort_indices(merged.column(SEQ)))
+        return merged.drop_columns([SEQ])
+
+    def chunk_batch(self, file_bytes: dict[str, int], tables: dict[str, pa.Table], dead: list[DeadLetter],
+                    tombstones: int) -> pa.RecordBatch:
+        """The compact chunk rows of parsed lines (see the module docstring)."""
+        kinds, names, counts, oldest, payloads = [FILES], [None], [0], [None], [json.dumps(file_bytes).encode()]
+        for table, data in tables.items():
             kinds.append(EVENT)
-            tables.append(table)
-            counts.append(len(table_events))
-            oldest.append(min(e.row["_cdc_source_ts"] for e in table_events))
-            payloads.append(to_ipc(self.event_table(table, table_events)))
+            names.append(table)
+            counts.append(data.num_rows)
+            oldest.append(pc.min(data.column("_cdc_source_ts")).as_py())
+            payloads.append(to_ipc(data))
         if dead:
             kinds.append(DEAD)
-            tables.append(DEAD_LETTER_TABLE)
+            names.append(DEAD_LETTER_TABLE)
             counts.append(len(dead))
             oldest.append(None)
             payloads.append(to_ipc(self.dead_table(dead)))
         if tombstones:
             kinds.append(TOMBSTONE)
-            tables.append(None)
+            names.append(None)
             counts.append(tombstones)
             oldest.append(None)
             payloads.append(None)
         return pa.RecordBatch.from_arrays(
-            [pa.array(kinds, pa.string()), pa.array(tables, pa.string()), pa.array(counts, pa.int64()),
+            [pa.array(kinds, pa.string()), pa.array(names, pa.string()), pa.array(counts, pa.int64()),
              pa.array(oldest, pa.timestamp("us")), pa.array(payloads, pa.binary())],
             schema=CHUNKS_SCHEMA,
         )
+
+
+def _start_offset(event: BronzeEvent) -> int:
+    return parse_landing_path(event.row["_cdc_landing_file"]).start_offset
+
+
+def _with_columns(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` in ``schema``: columns it lacks (drift columns of other rows) are nulls."""
+    return pa.Table.from_arrays(
+        [table.column(f.name) if f.name in table.column_names else pa.nulls(table.num_rows, f.type) for f in schema],
+        schema=schema,
+    )
 
 
 def _safe_name(name: str) -> bool:
@@ -184,28 +259,41 @@ def parse_file_batches(batches: Iterator[pa.RecordBatch], landing: str,
     """``mapInArrow`` body over landed files (``path``, ``content``): split and parse in one pass.
 
     Splitting here keeps the bytes in the worker (no round trip of every line through the
-    JVM); lines keep their raw bytes (see ``ingestion.stream.landing``).
+    JVM); lines keep their raw bytes (see ``ingestion.stream.landing``). The fast path
+    (``ingestion.stream.fast_parse``) is used unless ``LAKEHOUSE_INGEST_PARSER=python``.
     """
     from ingestion.stream.landing import relative_landing_path
 
     parser = LineParser(ingested_at)
-    files: list[str] = []
-    indexes: list[int] = []
-    raws: list[bytes] = []
+    fast = parser_mode() == "fast"
+    files: list[tuple[str, bytes, list[bytes]]] = []
+    lines = 0
     for batch in batches:
         for path, content in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist(),
                                  strict=True):
             pieces = content.split(b"\n")
             if pieces and pieces[-1] == b"":
                 pieces.pop()
-            files.extend([relative_landing_path(path, landing)] * len(pieces))
-            indexes.extend(range(len(pieces)))
-            raws.extend(pieces)
-            if len(raws) >= CHUNK_LINES:
-                yield parser.chunks(_lines_batch(files, indexes, raws))
-                files, indexes, raws = [], [], []
-    if raws:
-        yield parser.chunks(_lines_batch(files, indexes, raws))
+            files.append((relative_landing_path(path, landing), content, pieces))
+            lines += len(pieces)
+            if lines >= CHUNK_LINES:
+                yield _parse_files(parser, files, fast)
+                files, lines = [], 0
+    if lines:
+        yield _parse_files(parser, files, fast)
+
+
+def _parse_files(parser: LineParser, files: list[tuple[str, bytes, list[bytes]]], fast: bool) -> pa.RecordBatch:
+    if fast:
+        return parser.file_chunks(files)
+    names: list[str] = []
+    indexes: list[int] = []
+    raws: list[bytes] = []
+    for landing_file, _, pieces in files:
+        names.extend([landing_file] * len(pieces))
+        indexes.extend(range(len(pieces)))
+        raws.extend(pieces)
+    return parser.chunks(_lines_batch(names, indexes, raws))
 
 
 def _lines_batch(files: list[str], indexes: list[int], raws: list[bytes]) -> pa.RecordBatch:
