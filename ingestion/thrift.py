@@ -116,7 +116,10 @@ def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS),
         "spark.sql.adaptive.enabled": "true",
-        "spark.sql.hive.thriftServer.async": "true",
+        # Run each statement in its handler thread: dbt-spark polls async statements every
+        # poll_interval (whole seconds), which cost ~1 s per statement; synchronous statements
+        # are FINISHED at the first poll.
+        "spark.sql.hive.thriftServer.async": "false",
     }
 
 
