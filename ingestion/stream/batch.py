@@ -37,6 +37,7 @@ from ingestion.stream.bronze import (
     table_path,
 )
 from ingestion.stream.commit import CommitOutcome, StreamMarker, write_once
+from ingestion.stream.fast_parse import parser_mode
 from ingestion.stream.parse import CHUNKS_DDL, EVENT, FILES, TOMBSTONE, from_ipc, parse_file_batches
 from ingestion.stream.sync_state import CatalogSyncer
 
@@ -113,7 +114,9 @@ class BatchProcessor:
     # -- the work ---------------------------------------------------------------------
     def _process(self, files: DataFrame, marker: StreamMarker, report: BatchReport) -> None:
         ingested_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-        parse = functools.partial(parse_file_batches, landing=self.landing, ingested_at=ingested_at)
+        # the mode is read here, in the driver, so LAKEHOUSE_INGEST_PARSER of this process decides
+        parse = functools.partial(parse_file_batches, landing=self.landing, ingested_at=ingested_at,
+                                  mode=parser_mode())
         chunks = files.select("path", "content").mapInArrow(parse, CHUNKS_DDL)
         collected = chunks.toArrow()
         file_bytes: dict[str, int] = {}

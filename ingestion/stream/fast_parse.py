@@ -69,6 +69,8 @@ _MICROS = (-62_135_596_800_000_000, 253_402_300_799_999_999)
 _UNIT_FACTOR = {"ms": 1000, "us": 1}
 #: A line shorter than this cannot nest deep enough to hit Python's recursion limit.
 _SHALLOW_LINE = 1000
+#: Arrow JSON block size (a line longer than this is left to Python).
+_BLOCK_SIZE = 1 << 20
 _MAX_BRACKETS = 400
 #: The envelope keys that make Python treat a line as an envelope (never valid in a flattened line).
 _ENVELOPE_KEYS = ("op", "before", "after", "source", "payload", "schema")
@@ -135,27 +137,35 @@ class FastFileParser:
         return outcome
 
     def _screen(self, lines: list[bytes], content: bytes, outcome: FileOutcome) -> tuple[list[int], list[int]]:
+        """(envelope candidates, flattened candidates); tombstones counted, the rest to Python.
+
+        Whole-content checks first, so that a clean file costs a few passes at C speed.
+        """
+        outcome.tombstones = lines.count(b"null")
+        ends = [line[:1] + line[-1:] for line in lines]
+        candidates = [i for i, e in enumerate(ends) if e == b"{}"]
+        rejected = set()
+        if len(candidates) + outcome.tombstones < len(lines):
+            rejected.update(i for i, e in enumerate(ends) if e != b"{}" and lines[i] != b"null")
         try:
             content.decode("utf-8")
-            utf8_ok = None
         except UnicodeDecodeError:
-            utf8_ok = [_is_utf8(line) for line in lines]
-        check_constants = b"NaN" in content or b"Infinity" in content
-        envelope: list[int] = []
-        flattened: list[int] = []
-        for index, line in enumerate(lines):
-            if line == b"null":
-                outcome.tombstones += 1
-            elif (line[:1] != b"{" or line[-1:] != b"}" or line.startswith(b'{"schema"')
-                  or (utf8_ok is not None and not utf8_ok[index])
-                  or (check_constants and (b"NaN" in line or b"Infinity" in line))
-                  or (len(line) >= _SHALLOW_LINE and line.count(b"{") + line.count(b"[") >= _MAX_BRACKETS)):
-                outcome.fallback.append(index)
-            elif b'"__op"' in line:
-                flattened.append(index)
-            else:
-                envelope.append(index)
-        return envelope, flattened
+            rejected.update(i for i in candidates if not _is_utf8(lines[i]))
+        if b'{"schema"' in content:
+            rejected.update(i for i in candidates if lines[i].startswith(b'{"schema"'))
+        if b"NaN" in content or b"Infinity" in content:
+            rejected.update(i for i in candidates if b"NaN" in lines[i] or b"Infinity" in lines[i])
+        if max(map(len, lines), default=0) >= _SHALLOW_LINE:
+            rejected.update(i for i in candidates if len(lines[i]) >= _SHALLOW_LINE
+                            and lines[i].count(b"{") + lines[i].count(b"[") >= _MAX_BRACKETS)
+        outcome.fallback.extend(sorted(rejected))
+        if rejected:
+            candidates = [i for i in candidates if i not in rejected]
+        if b'"__op"' not in content:
+            return candidates, []
+        flat = [b'"__op"' in lines[i] for i in candidates]
+        return ([i for i, f in zip(candidates, flat, strict=True) if not f],
+                [i for i, f in zip(candidates, flat, strict=True) if f])
 
     # -- reading ----------------------------------------------------------------------
     def _read_group(self, shape: str, lines: list[bytes], group: list[int], whole: bytes | None,
@@ -389,7 +399,7 @@ def _read(data: bytes, schema: pa.Schema, lines: int) -> pa.Table | None:
     try:
         table = pj.read_json(
             pa.BufferReader(data),
-            read_options=pj.ReadOptions(use_threads=False, block_size=max(1 << 20, len(data) + 1)),
+            read_options=pj.ReadOptions(use_threads=False, block_size=_BLOCK_SIZE),
             parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer"),
         )
     except (pa.ArrowException, ValueError):

@@ -254,18 +254,19 @@ def _safe_name(name: str) -> bool:
 CHUNK_LINES = 50_000
 
 
-def parse_file_batches(batches: Iterator[pa.RecordBatch], landing: str,
-                       ingested_at: dt.datetime) -> Iterator[pa.RecordBatch]:
+def parse_file_batches(batches: Iterator[pa.RecordBatch], landing: str, ingested_at: dt.datetime,
+                       mode: str | None = None) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body over landed files (``path``, ``content``): split and parse in one pass.
 
     Splitting here keeps the bytes in the worker (no round trip of every line through the
-    JVM); lines keep their raw bytes (see ``ingestion.stream.landing``). The fast path
-    (``ingestion.stream.fast_parse``) is used unless ``LAKEHOUSE_INGEST_PARSER=python``.
+    JVM); lines keep their raw bytes (see ``ingestion.stream.landing``). ``mode`` is
+    ``fast`` (``ingestion.stream.fast_parse``, falling back to the Python parser line by
+    line) or ``python``; None reads ``LAKEHOUSE_INGEST_PARSER`` (default fast).
     """
     from ingestion.stream.landing import relative_landing_path
 
     parser = LineParser(ingested_at)
-    fast = parser_mode() == "fast"
+    fast = (mode or parser_mode()) == "fast"
     files: list[tuple[str, bytes, list[bytes]]] = []
     lines = 0
     for batch in batches:
