@@ -3,15 +3,21 @@
 Prints medians of several runs:
 
 * ``lakehouse ingest --once`` of a simulated landing zone (default scale 1.0, ~425K
-  events) in events/s, after JVM start ("warm") and including it ("cold", first run);
+  events) in events/s, after JVM start ("warm") and including it ("cold", first run),
+  for each parser of ``--parsers`` (``LAKEHOUSE_INGEST_PARSER``: ``fast``, the vectorized
+  path, and ``python``, the pure-Python parser it falls back to), in the same JVM;
 * the same files through plain Spark ``readStream.json -> writeStream.parquet``
   (availableNow) and the ratio ingest time / plain time;
 * freshness in continuous mode (``--trigger 1``): a file landed -> its event visible in
   ``bronze.sale`` through the Thrift server, p50/p95 (needs a running Thrift server:
   ``lakehouse thrift start``; skipped otherwise).
 
+Runs are interleaved (run 1 of every parser and of plain Spark, then run 2, ...), so a
+change of load on a shared machine affects all of them alike; the first run of each is
+the cold one and is left out of the warm median.
+
 Usage: ``python benchmarks/bench_ingest.py [--scale 1.0] [--changes 20000] [--runs 3]
-[--format envelope] [--freshness-samples 20] [--work DIR]``
+[--format envelope] [--parsers fast,python] [--freshness-samples 20] [--work DIR]``
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import shutil
 import socket
 import statistics
@@ -32,20 +39,31 @@ from ingestion.cdc.landing import landing_file_name
 from ingestion.config import load_settings
 from ingestion.simulate.simulator import SimulationOptions, run_simulation
 from ingestion.stream import IngestOptions, run_ingest
+from ingestion.stream.fast_parse import PARSER_ENV, PARSER_MODES
 
 
 def landed_lines(landing: Path) -> int:
     return sum(p.read_bytes().count(b"\n") for p in (landing / "topics").rglob("*.json"))
 
 
-def ingest_once(spark, landing: Path, work: Path) -> tuple[float, int]:
+def ingest_once(spark, landing: Path, work: Path, parser: str) -> tuple[float, int]:
+    """One ``ingest --once`` into a fresh lake with ``parser`` (the driver reads the variable per batch)."""
     if work.exists():
         shutil.rmtree(work)
     options = IngestOptions(landing=str(landing), lake=str(work / "lake"), checkpoints_root=work / "checkpoints",
                             once=True, sync=False)
-    started = time.perf_counter()
-    summary = run_ingest(options, spark=spark, log_stream=None)
-    elapsed = time.perf_counter() - started
+    previous = os.environ.get(PARSER_ENV)
+    os.environ[PARSER_ENV] = parser
+    try:
+        started = time.perf_counter()
+        summary = run_ingest(options, spark=spark, log_stream=None)
+        elapsed = time.perf_counter() - started
+    finally:
+        if previous is None:
+            os.environ.pop(PARSER_ENV, None)
+        else:
+            os.environ[PARSER_ENV] = previous
+    shutil.rmtree(work, ignore_errors=True)
     return elapsed, sum(summary.events.values()) + summary.bad_events
 
 
@@ -57,7 +75,9 @@ def plain_spark(spark, landing: Path, work: Path, schema) -> float:
              .writeStream.format("parquet").option("path", str(work / "out"))
              .option("checkpointLocation", str(work / "checkpoint")).trigger(availableNow=True).start())
     query.awaitTermination()
-    return time.perf_counter() - started
+    elapsed = time.perf_counter() - started
+    shutil.rmtree(work, ignore_errors=True)
+    return elapsed
 
 
 def port_open(host: str, port: int) -> bool:
@@ -134,9 +154,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--changes", type=int, default=20_000)
     parser.add_argument("--format", default="envelope", choices=["envelope", "flattened", "mixed"])
     parser.add_argument("--runs", type=int, default=4, help="runs of each (the first is the cold one)")
+    parser.add_argument("--parsers", default="fast,python",
+                        help=f"comma-separated {PARSER_ENV} values to measure, in this order (default fast,python)")
     parser.add_argument("--freshness-samples", type=int, default=20)
     parser.add_argument("--work", help="scratch directory (default: a temporary one, removed)")
     args = parser.parse_args(argv)
+    parsers = [p.strip() for p in args.parsers.split(",") if p.strip()]
+    if not parsers or set(parsers) - set(PARSER_MODES):
+        parser.error(f"--parsers takes {', '.join(PARSER_MODES)}")
 
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="bench-ingest-"))
     landing = work / "landing"
@@ -150,32 +175,44 @@ def main(argv: list[str] | None = None) -> int:
         jvm_started = time.perf_counter()
         from ingestion.spark import local_spark_session
 
-        spark = local_spark_session("bench-ingest")
+        spark = local_spark_session("bench-ingest", extra_confs={"spark.ui.showConsoleProgress": "false"})
         jvm_seconds = time.perf_counter() - jvm_started
+        schema = None
 
-        ingest_times = []
+        ingest_times: dict[str, list[float]] = {p: [] for p in parsers}
+        plain_times: list[float] = []
         for run in range(args.runs):
-            seconds, events = ingest_once(spark, landing, work / f"ingest-{run}")
-            ingest_times.append(seconds)
-            print(f"ingest run {run}: {seconds:.1f}s, {events} events+bad lines, {lines / seconds:,.0f} lines/s",
-                  flush=True)
-        schema = spark.read.option("recursiveFileLookup", "true").json(str(landing / "topics")).schema
-        plain_times = []
-        for run in range(args.runs):
+            for name in parsers:
+                seconds, events = ingest_once(spark, landing, work / f"ingest-{name}-{run}", name)
+                ingest_times[name].append(seconds)
+                print(f"ingest run {run} ({PARSER_ENV}={name}): {seconds:.1f}s, {events} events+bad lines, "
+                      f"{lines / seconds:,.0f} lines/s", flush=True)
+            if schema is None:
+                schema = spark.read.option("recursiveFileLookup", "true").json(str(landing / "topics")).schema
             seconds = plain_spark(spark, landing, work / f"plain-{run}", schema)
             plain_times.append(seconds)
             print(f"plain spark run {run}: {seconds:.1f}s, {lines / seconds:,.0f} rows/s", flush=True)
 
         # the first run of each pays Python worker start-up and JIT warm-up: it is the cold figure
-        warm_ingest = ingest_times[1:] or ingest_times
         warm_plain = plain_times[1:] or plain_times
-        ingest_median, plain_median = statistics.median(warm_ingest), statistics.median(warm_plain)
-        print(f"ingest --once: warm median of {len(warm_ingest)} = {ingest_median:.1f}s = "
-              f"{lines / ingest_median:,.0f} events/s; "
-              f"cold (JVM start {jvm_seconds:.1f}s + first run) {lines / (jvm_seconds + ingest_times[0]):,.0f} "
-              f"events/s")
-        print(f"plain readStream.json -> writeStream.parquet: warm median {plain_median:.1f}s = "
-              f"{lines / plain_median:,.0f} rows/s; ratio ingest/plain = {ingest_median / plain_median:.2f}")
+        plain_median = statistics.median(warm_plain)
+        print(f"plain readStream.json -> writeStream.parquet: warm median of {len(warm_plain)} = "
+              f"{plain_median:.1f}s = {lines / plain_median:,.0f} rows/s (runs: "
+              f"{', '.join(f'{t:.1f}' for t in plain_times)})")
+        summary = {"lines": lines, "jvm_seconds": round(jvm_seconds, 1), "plain_median_seconds": round(plain_median, 2)}
+        for index, name in enumerate(parsers):
+            times = ingest_times[name]
+            warm = times[1:] or times
+            median = statistics.median(warm)
+            cold_note = "" if index == 0 else " (not the JVM's first job)"
+            print(f"ingest --once, {PARSER_ENV}={name}: warm median of {len(warm)} = {median:.1f}s = "
+                  f"{lines / median:,.0f} events/s; cold (JVM start {jvm_seconds:.1f}s + first run{cold_note}) "
+                  f"{lines / (jvm_seconds + times[0]):,.0f} events/s; ratio ingest/plain = "
+                  f"{median / plain_median:.2f} (runs: {', '.join(f'{t:.1f}' for t in times)})")
+            summary[name] = {"warm_median_seconds": round(median, 2), "warm_events_per_s": round(lines / median),
+                             "cold_events_per_s": round(lines / (jvm_seconds + times[0])),
+                             "ratio_to_plain": round(median / plain_median, 2), "runs": [round(t, 2) for t in times]}
+        print("summary " + json.dumps(summary, sort_keys=True), flush=True)
 
         settings = load_settings()
         if args.freshness_samples and port_open(settings.thrift_host, settings.thrift_port):
