@@ -46,7 +46,7 @@ def landed_lines(landing: Path) -> int:
     return sum(p.read_bytes().count(b"\n") for p in (landing / "topics").rglob("*.json"))
 
 
-def ingest_once(spark, landing: Path, work: Path, parser: str) -> tuple[float, int]:
+def ingest_once(spark, landing: Path, work: Path, parser: str) -> tuple[float, int, str]:
     """One ``ingest --once`` into a fresh lake with ``parser`` (the driver reads the variable per batch)."""
     if work.exists():
         shutil.rmtree(work)
@@ -64,7 +64,9 @@ def ingest_once(spark, landing: Path, work: Path, parser: str) -> tuple[float, i
         else:
             os.environ[PARSER_ENV] = previous
     shutil.rmtree(work, ignore_errors=True)
-    return elapsed, sum(summary.events.values()) + summary.bad_events
+    phases = (f"{len(summary.reports)} batch(es): parse+collect {sum(r.parse_seconds for r in summary.reports):.1f}s, "
+              f"write {sum(r.write_seconds for r in summary.reports):.1f}s")
+    return elapsed, sum(summary.events.values()) + summary.bad_events, phases
 
 
 def plain_spark(spark, landing: Path, work: Path, schema) -> float:
@@ -183,10 +185,10 @@ def main(argv: list[str] | None = None) -> int:
         plain_times: list[float] = []
         for run in range(args.runs):
             for name in parsers:
-                seconds, events = ingest_once(spark, landing, work / f"ingest-{name}-{run}", name)
+                seconds, events, phases = ingest_once(spark, landing, work / f"ingest-{name}-{run}", name)
                 ingest_times[name].append(seconds)
                 print(f"ingest run {run} ({PARSER_ENV}={name}): {seconds:.1f}s, {events} events+bad lines, "
-                      f"{lines / seconds:,.0f} lines/s", flush=True)
+                      f"{lines / seconds:,.0f} lines/s; {phases}", flush=True)
             if schema is None:
                 schema = spark.read.option("recursiveFileLookup", "true").json(str(landing / "topics")).schema
             seconds = plain_spark(spark, landing, work / f"plain-{run}", schema)

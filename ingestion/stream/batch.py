@@ -63,6 +63,8 @@ class BatchReport:
     synced: dict[str, str] = field(default_factory=dict)
     sync_error: str | None = None
     processing_seconds: float = 0.0
+    parse_seconds: float = 0.0  # landed files -> parsed chunks collected in the driver (Spark + workers)
+    write_seconds: float = 0.0  # the Hudi commits of the batch
     max_lag_seconds: float | None = None
 
     def to_json(self) -> str:
@@ -118,7 +120,9 @@ class BatchProcessor:
         parse = functools.partial(parse_file_batches, landing=self.landing, ingested_at=ingested_at,
                                   mode=parser_mode())
         chunks = files.select("path", "content").mapInArrow(parse, CHUNKS_DDL)
+        started = time.monotonic()
         collected = chunks.toArrow()
+        report.parse_seconds = round(time.monotonic() - started, 3)
         file_bytes: dict[str, int] = {}
         per_table: dict[str, list[pa.Table]] = {}
         oldest: dt.datetime | None = None
@@ -148,6 +152,7 @@ class BatchProcessor:
                 reasons.update(chunk.column("reason").to_pylist())
         report.files, report.bytes = len(file_bytes), sum(file_bytes.values())
         report.dead_letters_by_reason = dict(sorted(reasons.items()))
+        started = time.monotonic()
         for table in sorted(t for t in per_table if t != DEAD_LETTER_TABLE):
             contract = self.contracts[table]
             data = pa.concat_tables(per_table[table], promote_options="default")
@@ -161,6 +166,7 @@ class BatchProcessor:
             data = dedupe(pa.concat_tables(per_table[DEAD_LETTER_TABLE]), [DEAD_LETTER_KEY])
             self._record(write_once(table_path(self.lake, DEAD_LETTER_TABLE), dead_letter_config(), data, marker),
                          report)
+        report.write_seconds = round(time.monotonic() - started, 3)
         if oldest is not None and report.commits:
             now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
             report.max_lag_seconds = round((now - oldest).total_seconds(), 3)

@@ -147,12 +147,13 @@ class FastFileParser:
         rejected = set()
         if len(candidates) + outcome.tombstones < len(lines):
             rejected.update(i for i, e in enumerate(ends) if e != b"{}" and lines[i] != b"null")
-        try:
-            content.decode("utf-8")
-        except UnicodeDecodeError:
-            rejected.update(i for i in candidates if not _is_utf8(lines[i]))
-        if b'{"schema"' in content:
-            rejected.update(i for i in candidates if lines[i].startswith(b'{"schema"'))
+        if not content.isascii():
+            try:
+                content.decode("utf-8")
+            except UnicodeDecodeError:
+                rejected.update(i for i in candidates if not _is_utf8(lines[i]))
+        wrapped = [i for i in candidates if lines[i][1:3] == b'"s' and lines[i].startswith(b'{"schema"')]
+        rejected.update(wrapped)
         if b"NaN" in content or b"Infinity" in content:
             rejected.update(i for i in candidates if b"NaN" in lines[i] or b"Infinity" in lines[i])
         if max(map(len, lines), default=0) >= _SHALLOW_LINE:

@@ -52,9 +52,14 @@ def dead_letter_id(topic: str | None, raw_line: str) -> str:
     return hashlib.sha256(f"{topic or ''}\n{raw_line}".encode()).hexdigest()[:32]
 
 
+#: Chunk payloads are zstd-compressed Arrow IPC: ~6x fewer bytes through the JVM to the driver
+#: for a few milliseconds per 50K rows in the workers (``from_ipc`` reads either form).
+IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
+
+
 def to_ipc(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
+    with pa.ipc.new_stream(sink, table.schema, options=IPC_OPTIONS) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
 
