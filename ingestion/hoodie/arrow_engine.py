@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -45,12 +46,12 @@ class ArrowEngine:
         keyed = with_keys(data, config)
         if ctx.operation in ("upsert", "delete") or drop_duplicates:
             keyed = dedupe(keyed, ctx.precombine_field if ctx.operation == "upsert" else None)
-        partitions = sorted(set(keyed.column(PARTITION_PATH).to_pylist()))
+        partitions = sorted(pc.unique(keyed.column(PARTITION_PATH)).to_pylist())
         latest_list = self.table.latest_base_files(partitions=partitions) if partitions else []
         latest: dict[str, list] = {}
         for base_file in latest_list:
             latest.setdefault(base_file.partition_path, []).append(base_file)
-        tagged_ids: list[str | None] = [None] * keyed.num_rows
+        tagged_ids: pa.Array = pa.nulls(keyed.num_rows, pa.string())
         need_index = ctx.operation in ("upsert", "delete") or drop_duplicates
         if need_index and latest_list:
             index = pa.concat_tables(
@@ -61,15 +62,8 @@ class ArrowEngine:
                     for bf in latest_list
                 ]
             )
-            keyed = keyed.append_column("_hoodie_row", pa.array(range(keyed.num_rows), pa.int64()))
-            joined = keyed.select([RECORD_KEY, PARTITION_PATH, "_hoodie_row"]).join(
-                index, keys=[RECORD_KEY, PARTITION_PATH], join_type="left outer"
-            )
-            mapping = dict(zip(joined.column("_hoodie_row").to_pylist(), joined.column(TAGGED_FILE_ID).to_pylist(),
-                               strict=True))
-            tagged_ids = [mapping.get(i) for i in range(keyed.num_rows)]
-            keyed = keyed.drop_columns(["_hoodie_row"])
-        keyed = keyed.append_column(TAGGED_FILE_ID, pa.array(tagged_ids, pa.string()))
+            tagged_ids = _tag(keyed, index)
+        keyed = keyed.append_column(TAGGED_FILE_ID, tagged_ids)
         if drop_duplicates and ctx.operation in ("insert", "bulk_insert"):
             keyed = keyed.filter(pc.is_null(keyed.column(TAGGED_FILE_ID)))
         if ctx.operation == "delete":
@@ -80,43 +74,25 @@ class ArrowEngine:
             keyed = keyed.filter(pc.or_(pc.invert(flagged), pc.is_valid(keyed.column(TAGGED_FILE_ID))))
         if keyed.num_rows == 0:
             return None
-        is_insert = pc.is_null(keyed.column(TAGGED_FILE_ID))
-        partitions_col = keyed.column(PARTITION_PATH).to_pylist()
-        insert_counts: dict[str, int] = {}
-        update_counts: dict[str, int] = {}
+        partitions_col = keyed.column(PARTITION_PATH).combine_chunks()
+        tagged = keyed.column(TAGGED_FILE_ID).combine_chunks()
+        is_insert = pc.is_null(tagged)
+        insert_counts = _value_counts(pc.filter(partitions_col, is_insert))
+        update_counts = _value_counts(pc.filter(partitions_col, pc.invert(is_insert)))
         updated: dict[str, set[str]] = {}
-        for partition, file_id, insert in zip(partitions_col, tagged_ids_of(keyed), is_insert.to_pylist(),
-                                              strict=True):
-            if insert:
-                insert_counts[partition] = insert_counts.get(partition, 0) + 1
-            else:
-                update_counts[partition] = update_counts.get(partition, 0) + 1
-                updated.setdefault(partition, set()).add(file_id)
+        updates = pa.table({"p": pc.filter(partitions_col, pc.invert(is_insert)), "f": pc.filter(tagged,
+                                                                                                  pc.invert(is_insert))})
+        for pair in updates.group_by(["p", "f"], use_threads=False).aggregate([]).to_pylist():
+            updated.setdefault(pair["p"], set()).add(pair["f"])
         sizing = self.sizing
         if ctx.operation == "bulk_insert":
             sizing = SizingOptions(sizing.max_file_bytes, 0, sizing.record_size_estimate)
         record_size = average_record_size(latest, sizing.record_size_estimate)
         write_plan = plan_write(insert_counts, updated, latest, record_size, sizing)
-        buckets: list[str] = []
-        position: dict[str, int] = {}
-        ranges_by_partition: dict[str, list] = {}
-        for entry in write_plan.insert_ranges:
-            ranges_by_partition.setdefault(entry.partition_path, []).append(entry)
-        for partition, file_id, insert in zip(partitions_col, tagged_ids_of(keyed), is_insert.to_pylist(),
-                                              strict=True):
-            if not insert:
-                buckets.append(file_id)
-                continue
-            seen = position.get(partition, 0)
-            position[partition] = seen + 1
-            fraction = seen / insert_counts[partition]
-            for entry in ranges_by_partition[partition]:
-                if entry.low <= fraction < entry.high:
-                    buckets.append(entry.file_id)
-                    break
-        keyed = keyed.append_column(BUCKET, pa.array(buckets, pa.string()))
+        buckets = pc.if_else(is_insert, _insert_buckets(partitions_col, is_insert, write_plan.insert_ranges), tagged)
+        keyed = keyed.append_column(BUCKET, buckets)
         return ExecutionPlan(
-            partitions=sorted(set(partitions_col)),
+            partitions=sorted(pc.unique(partitions_col).to_pylist()),
             workload=workload_profile(insert_counts, update_counts),
             buckets=write_plan.buckets,
             payload=keyed,
@@ -133,6 +109,52 @@ class ArrowEngine:
         return stats
 
 
-def tagged_ids_of(keyed: pa.Table) -> list[str | None]:
-    return keyed.column(TAGGED_FILE_ID).to_pylist()
+def _value_counts(values: pa.Array) -> dict[str, int]:
+    """Count of every value, in order of first occurrence (as a Python loop over the rows would build it)."""
+    counts = pc.value_counts(values)
+    return dict(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True))
 
+
+def _tag(keyed: pa.Table, index: pa.Table) -> pa.Array:
+    """The file id holding each row's (record key, partition path) in ``index``, else null; in row order."""
+    rows = keyed.select([RECORD_KEY, PARTITION_PATH]).append_column(
+        "_hoodie_row", pa.array(np.arange(keyed.num_rows, dtype=np.int64)))
+    joined = rows.join(index, keys=[RECORD_KEY, PARTITION_PATH], join_type="left outer", use_threads=False)
+    if joined.num_rows == keyed.num_rows:
+        return joined.column(TAGGED_FILE_ID).take(pc.sort_indices(joined.column("_hoodie_row"))).combine_chunks()
+    # A key stored twice (a broken table): the last match wins, as in a dict built over the join.
+    mapping = dict(zip(joined.column("_hoodie_row").to_pylist(), joined.column(TAGGED_FILE_ID).to_pylist(),
+                       strict=True))
+    return pa.array([mapping.get(i) for i in range(keyed.num_rows)], pa.string())
+
+
+def _insert_buckets(partitions: pa.Array, is_insert: pa.Array, insert_ranges: list) -> pa.Array:
+    """The file group of every insert: the ``n``-th insert of a partition with ``c`` inserts goes to the
+    first range of that partition holding ``n / c`` in [low, high). Other rows get null."""
+    count = len(partitions)
+    insert_rows = np.flatnonzero(is_insert.to_numpy(zero_copy_only=False))
+    encoded = pc.dictionary_encode(partitions.take(pa.array(insert_rows, pa.int64())))
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    names = encoded.dictionary.to_pylist()
+    order = np.argsort(codes, kind="stable")
+    sizes = np.bincount(codes, minlength=len(names))
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    ranges_by_partition: dict[str, list] = {}
+    for entry in insert_ranges:
+        ranges_by_partition.setdefault(entry.partition_path, []).append(entry)
+    file_ids: list[str] = []
+    assigned = np.full(len(codes), -1, dtype=np.int64)
+    for code, partition in enumerate(names):
+        low, size = starts[code], sizes[code]
+        fraction = np.arange(size, dtype=np.int64) / size  # the same IEEE division as seen / count
+        segment = np.full(size, -1, dtype=np.int64)
+        for entry in reversed(ranges_by_partition.get(partition, [])):  # the first matching range wins
+            file_ids.append(entry.file_id)
+            segment[(entry.low <= fraction) & (fraction < entry.high)] = len(file_ids) - 1
+        assigned[order[low:low + size]] = segment
+    if (assigned < 0).any():
+        raise ValueError("insert ranges do not cover every insert of the write plan")
+    buckets = np.full(count, -1, dtype=np.int64)
+    buckets[insert_rows] = assigned
+    ids = pa.array(file_ids, pa.string())
+    return ids.take(pa.array(buckets, pa.int64(), mask=buckets < 0))
