@@ -53,8 +53,8 @@ def _bit_positions(data: np.ndarray, hash_count: int, vector_size: int) -> np.nd
     out = np.empty((n, hash_count), dtype=np.int64)
     with np.errstate(over="ignore"):
         len4 = length >> 2
-        words = data[:, : len4 * 4].reshape(n, len4, 4).astype(np.uint32)
-        k = words[:, :, 0] | (words[:, :, 1] << 8) | (words[:, :, 2] << 16) | (words[:, :, 3] << 24)
+        # little-endian 4-byte words, one row per word position (contiguous for the rounds below)
+        k = np.ascontiguousarray(data[:, : len4 * 4]).view("<u4").astype(np.uint32).T.copy()
         k *= m
         k ^= k >> r24
         k *= m
@@ -73,7 +73,7 @@ def _bit_positions(data: np.ndarray, hash_count: int, vector_size: int) -> np.nd
             h = h ^ np.uint32(length)
             for i in range(len4):
                 h *= m
-                h ^= k[:, i]
+                h ^= k[i]
             if left:
                 h ^= tail
                 h *= m
@@ -99,18 +99,26 @@ def key_bit_positions(keys: Sequence[bytes] | pa.Array, hash_count: int, vector_
     result = np.empty((count, hash_count), dtype=np.int64)
     if count == 0:
         return result
-    offsets_buffer, data_buffer = keys.buffers()[1], keys.buffers()[2]
-    offsets = np.frombuffer(offsets_buffer, dtype=np.int64)[keys.offset : keys.offset + count + 1]
+    lengths = np.diff(_offsets(keys))
+    # keys ordered by length: the keys of one length are then one contiguous (n, length) block
+    order = np.argsort(lengths, kind="stable")
+    by_length = keys.take(pa.array(order, pa.int64()))
+    offsets = _offsets(by_length)
+    data_buffer = by_length.buffers()[2]
     data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
-    lengths = np.diff(offsets)
-    for length in np.unique(lengths):
-        rows = np.nonzero(lengths == length)[0]
-        if length:
-            matrix = data[offsets[rows][:, None] + np.arange(length)]
-        else:
-            matrix = np.zeros((len(rows), 0), dtype=np.uint8)
-        result[rows] = _bit_positions(matrix, hash_count, vector_size)
+    sorted_lengths = lengths[order]
+    bounds = np.flatnonzero(np.diff(sorted_lengths)) + 1
+    for start, end in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [count]]), strict=True):
+        length = int(sorted_lengths[start])
+        first = int(offsets[start])
+        matrix = data[first : first + (end - start) * length].reshape(end - start, length)
+        result[order[start:end]] = _bit_positions(matrix, hash_count, vector_size)
     return result
+
+
+def _offsets(keys: pa.Array) -> np.ndarray:
+    """The int64 value offsets of a ``large_binary`` array (``count + 1`` of them)."""
+    return np.frombuffer(keys.buffers()[1], dtype=np.int64)[keys.offset : keys.offset + len(keys) + 1]
 
 
 class DynamicBloomFilter:
