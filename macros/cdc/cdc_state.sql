@@ -8,17 +8,22 @@
   primary_key   list of primary-key columns of the entity
   columns       list of entity columns to keep (in order)
 
-  Incremental run (is_incremental()): reads only staging rows of bronze commits newer
-  than the model's watermark (cdc_watermark, a table property); dedupes them together with the current
-  state rows of the keys they touch (the sort covers the changed keys only), and
-    - on parquet (insert_overwrite, partition_by key_bucket): returns those winners plus
-      the unchanged rows of the touched buckets, so each touched bucket is rewritten
-      whole and the other buckets are left alone;
-    - on hudi (merge, unique_key state_key): returns the winners, merged on state_key.
-  A full refresh dedupes the whole change log, which gives the same rows.
+  On parquet (the embedded default) a state table has two layers, the partitions of
+  `state_layer` (see the docs block silver_incremental):
+    - `base`: written by a full refresh and by compaction (compact_cdc_state);
+    - `delta`: the latest row of every key changed since the last compaction.
+  An incremental run reads only staging rows of bronze commits newer than the model's
+  watermark (cdc_watermark, a table property), dedupes them together with the delta
+  rows and the current rows of the keys they touch, and insert_overwrite rewrites the
+  `delta` partition alone: the cost follows the changes, not the table, even when the
+  changes are spread over every key. The published view lets a key's delta row win
+  over its base row.
+  On hudi (cluster-only) every row is in `base` and the winners are merged on state_key.
+  A full refresh dedupes the whole change log into `base`, which gives the same rows.
 -#}
 {% macro cdc_state(staging, primary_key, columns) -%}
 {%- set state_columns = columns + cdc_state_metadata_columns() -%}
+{%- set layered = is_incremental() and var('table_format', 'parquet') != 'hudi' -%}
 with
 
 changes as (
@@ -31,8 +36,7 @@ changes as (
         cdc_position,
         cdc_source_ts,
         bronze_commit_time,
-        {{ cdc_state_key(primary_key) }} as state_key,
-        {{ cdc_key_bucket(cdc_state_key(primary_key)) }} as key_bucket
+        {{ cdc_state_key(primary_key) }} as state_key
     from {{ staging }}
     {%- if is_incremental() %}
     where bronze_commit_time > {{ cdc_watermark(this) }}
@@ -43,18 +47,21 @@ changes as (
 {% if is_incremental() -%}
 changed_keys as (
 
-    select distinct state_key, key_bucket
+    select distinct state_key
     from changes
 
 ),
 
-current_of_changed_keys as (
+{#- parquet rewrites the whole delta layer: its rows are candidates too #}
+current_rows as (
 
     select {{ state_columns | join(', ') }}
-    from {{ this }}
+    from {{ this }} as current_state
     where
-        key_bucket in (select changed_keys.key_bucket from changed_keys)
-        and state_key in (select changed_keys.state_key from changed_keys)
+        {% if layered -%}
+        current_state.state_layer = 'delta'
+        or {% endif -%}
+        current_state.state_key in (select changed_keys.state_key from changed_keys)
 
 ),
 
@@ -62,7 +69,7 @@ candidates as (
 
     select {{ state_columns | join(', ') }} from changes
     union all
-    select {{ state_columns | join(', ') }} from current_of_changed_keys
+    select {{ state_columns | join(', ') }} from current_rows
 
 ),
 {%- else -%}
@@ -84,33 +91,18 @@ latest as (
 
 )
 
-{%- if is_incremental() and var('table_format', 'parquet') != 'hudi' %},
-
-{#- insert_overwrite replaces whole buckets: the touched buckets' other keys are rewritten as they are #}
-unchanged_in_touched_buckets as (
-
-    select {{ state_columns | join(', ') }}
-    from {{ this }} as current_state
-    left anti join changed_keys on current_state.state_key = changed_keys.state_key
-    where current_state.key_bucket in (select changed_keys.key_bucket from changed_keys)
-
-)
-
-select * from latest
-union all
-select * from unchanged_in_touched_buckets
-{%- else %}
-
-select * from latest
-{%- endif %}
+select
+    {{ state_columns | join(',\n    ') }},
+    '{{ "delta" if layered else "base" }}' as state_layer
+from latest
 {%- endmacro %}
 
 
-{#- Change-metadata columns a state table keeps after the entity columns. -#}
+{#- Change-metadata columns a state table keeps after the entity columns (state_layer last). -#}
 {% macro cdc_state_metadata_columns() -%}
     {{ return([
         'cdc_op', 'is_deleted', 'is_truncate', 'cdc_position', 'cdc_source_ts',
-        'bronze_commit_time', 'state_key', 'key_bucket',
+        'bronze_commit_time', 'state_key',
     ]) }}
 {%- endmacro %}
 
@@ -128,9 +120,24 @@ select * from latest
 {%- endmacro %}
 
 
-{#- Key bucket of a state key: pmod(hash(key), var('silver_key_buckets')). -#}
-{% macro cdc_key_bucket(key_expression) -%}
-    pmod(hash({{ key_expression }}), {{ var('silver_key_buckets') }})
+{#-
+  The current rows of a layered state table: every delta row, and the base rows of the
+  keys that have no delta row.
+
+  state     the state relation (ref)
+-#}
+{% macro cdc_current_state(state) -%}
+    select delta_rows.*
+    from {{ state }} as delta_rows
+    where delta_rows.state_layer = 'delta'
+    union all
+    select base_rows.*
+    from {{ state }} as base_rows
+    left anti join {{ state }} as newer_rows
+        on
+            base_rows.state_key = newer_rows.state_key
+            and newer_rows.state_layer = 'delta'
+    where base_rows.state_layer = 'base'
 {%- endmacro %}
 
 
@@ -147,7 +154,7 @@ with
 
 state_rows as (
 
-    select * from {{ state }}
+    {{ cdc_current_state(state) | indent(4) }}
 
 ),
 

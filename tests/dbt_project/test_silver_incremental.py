@@ -33,27 +33,57 @@ def test_silver_equals_oracle_before_and_after_incremental_changes(lakehouse: Db
         assert properties["lakehouse.cdc_watermark"] == changes_commit, state
 
 
-def _files_per_bucket(lakehouse: DbtLakehouse) -> dict[int, frozenset[str]]:
-    files: dict[int, set[str]] = {}
-    rows = lakehouse.sql("select distinct key_bucket, input_file_name() from silver.sales_cdc_state")
-    for bucket, path in rows:
-        files.setdefault(bucket, set()).add(path)
-    return {bucket: frozenset(paths) for bucket, paths in files.items()}
+def _files_per_layer(lakehouse: DbtLakehouse) -> dict[str, frozenset[str]]:
+    files: dict[str, set[str]] = {}
+    rows = lakehouse.sql("select distinct state_layer, input_file_name() from silver.sales_cdc_state")
+    for layer, path in rows:
+        files.setdefault(layer, set()).add(path)
+    return {layer: frozenset(paths) for layer, paths in files.items()}
 
 
-def test_incremental_run_rewrites_only_touched_buckets(lakehouse: DbtLakehouse) -> None:
-    """A change to one sale rewrites only that sale's key bucket of sales_cdc_state."""
-    lakehouse.dbt.run("run", "-s", "+sales_cdc_state")
-    before = _files_per_bucket(lakehouse)
-    assert len(before) == 8
-    row = dict(lakehouse.fixture.rows["sale"][1])
+def _delta_keys(lakehouse: DbtLakehouse) -> list[str]:
+    rows = lakehouse.sql("select state_key from silver.sales_cdc_state where state_layer = 'delta'")
+    return sorted(key for (key,) in rows)
+
+
+def _change_sale(lakehouse: DbtLakehouse, sale_id: int) -> None:
+    row = dict(lakehouse.fixture.rows["sale"][sale_id])
     lakehouse.fixture._put("sale", "u", dict(row, qtysold=row["qtysold"] % 8 + 1))
     lakehouse.commit(lakehouse.fixture.log.take())
+
+
+def test_incremental_run_writes_only_the_changed_keys(lakehouse: DbtLakehouse) -> None:
+    """A change to one sale leaves the base layer's files alone and writes that sale alone to the delta."""
     lakehouse.dbt.run("run", "-s", "+sales_cdc_state")
-    after = _files_per_bucket(lakehouse)
-    rewritten = sorted(b for b in before if before[b] != after[b])
-    (bucket,) = lakehouse.sql("select key_bucket from silver.sales_cdc_state where sale_id = 1")[0]
-    assert rewritten == [bucket]
+    before = _files_per_layer(lakehouse)
+    assert set(before) == {"base"}
+    _change_sale(lakehouse, 1)
+    lakehouse.dbt.run("run", "-s", "+sales_cdc_state")
+    after = _files_per_layer(lakehouse)
+    assert after["base"] == before["base"]
+    assert _delta_keys(lakehouse) == ["1"]
+
+    _change_sale(lakehouse, 2)  # the next run keeps the earlier delta row and adds the new one
+    lakehouse.dbt.run("run", "-s", "+sales", "+sales_cdc_state")
+    assert _files_per_layer(lakehouse)["base"] == before["base"]
+    assert _delta_keys(lakehouse) == ["1", "2"]
+    assert lakehouse.silver_differences(("sale",)) == {}
+
+
+def test_compaction_folds_the_delta_into_the_base(lakehouse: DbtLakehouse) -> None:
+    """With a compaction ratio of 0 the next run folds the delta into base; silver stays equal to the oracle."""
+    lakehouse.dbt.run("run", "-s", "+sales")
+    _change_sale(lakehouse, 1)
+    lakehouse.dbt.run("run", "-s", "+sales")
+    base_before = _files_per_layer(lakehouse)["base"]
+    assert _delta_keys(lakehouse) == ["1"]
+    _change_sale(lakehouse, 3)
+    lakehouse.dbt.run("run", "-s", "+sales", "--vars", "{silver_compaction_ratio: 0}")
+    assert _files_per_layer(lakehouse)["base"] != base_before
+    assert _delta_keys(lakehouse) == ["3"]  # sale 1 now lives in base; sale 3 is this run's delta
+    (count,) = lakehouse.sql("select count(*) from silver.sales_cdc_state where state_key = '1'")[0]
+    assert count == 1
+    assert lakehouse.silver_differences(("sale",)) == {}
 
 
 @pytest.mark.slow
