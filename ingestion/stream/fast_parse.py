@@ -69,6 +69,8 @@ _MICROS = (-62_135_596_800_000_000, 253_402_300_799_999_999)
 _UNIT_FACTOR = {"ms": 1000, "us": 1}
 #: A line shorter than this cannot nest deep enough to hit Python's recursion limit.
 _SHALLOW_LINE = 1000
+#: Lines looked at to pick the JSON kind of boolean columns.
+_SNIFF_LINES = 5
 #: Arrow JSON block size (a line longer than this is left to Python).
 _BLOCK_SIZE = 1 << 20
 _MAX_BRACKETS = 400
@@ -116,7 +118,6 @@ class FastFileParser:
         self.flattened_enabled = self.enabled and not (
             set(contract.column_names) & set(_ENVELOPE_KEYS) or any(n.startswith("__") for n in contract.column_names)
         )
-        self.bool_columns = [c.name for c in contract.columns if c.type == "boolean"]
 
     # -- screening -------------------------------------------------------------------
     def parse(self, lines: list[bytes], content: bytes, delivery: _Delivery) -> FileOutcome:
@@ -171,7 +172,7 @@ class FastFileParser:
     # -- reading ----------------------------------------------------------------------
     def _read_group(self, shape: str, lines: list[bytes], group: list[int], whole: bytes | None,
                     delivery: _Delivery, outcome: FileOutcome) -> None:
-        schema = self._read_schema(shape, _sniff(lines[group[0]], shape))
+        schema = self._read_schema(shape, _sniff([lines[i] for i in group[:_SNIFF_LINES]], shape))
         budget = 2 * len(group)
         pending: list[tuple[list[int], bytes | None]] = [(group, whole)]
         while pending:
@@ -361,20 +362,27 @@ def _is_utf8(line: bytes) -> bool:
     return True
 
 
-def _sniff(line: bytes, shape: str) -> dict[str, str]:
-    """JSON kinds of the boolean-ish fields in the group's first line (``bool`` or ``number``)."""
-    try:
-        event = json.loads(line)
-    except ValueError:
-        return {}
-    if not isinstance(event, dict):
-        return {}
-    if shape == "envelope":
-        image = event.get("after") if isinstance(event.get("after"), dict) else event.get("before")
-        image = image if isinstance(image, dict) else {}
-    else:
+def _sniff(lines: list[bytes], shape: str) -> dict[str, str]:
+    """JSON kinds (``bool`` or ``number``) of the fields of the first of ``lines`` that is an event.
+
+    Booleans arrive as JSON booleans or as MySQL tinyint(1) 0/1 (and ``__deleted`` as a
+    string or a boolean); one connector writes one kind, so the group is read with it.
+    A line of the other kind is a read error and goes to Python.
+    """
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
         image = event
-    return {k: "bool" if isinstance(v, bool) else "number" for k, v in image.items() if isinstance(v, bool | int)}
+        if shape == "envelope":
+            image = event.get("after") if isinstance(event.get("after"), dict) else event.get("before")
+            if not isinstance(image, dict):
+                continue
+        return {k: "bool" if isinstance(v, bool) else "number" for k, v in image.items() if isinstance(v, bool | int)}
+    return {}
 
 
 def _read_type(column_type: str, kind: str | None) -> pa.DataType:
