@@ -179,9 +179,10 @@ class LineParser:
             fallback[2].extend([lines[i] for i in outcome.fallback])
             base += len(lines)
         events, dead, fallback_tombstones = self.parse(*fallback)
-        tables = {}
-        for table in dict.fromkeys([*fast_tables, *events]):
-            tables[table] = self._merged_table(table, fast_tables.get(table, []), events.get(table, []), seq_base)
+        merged = [self._merged_table(table, fast_tables.get(table, []), events.get(table, []), seq_base)
+                  for table in dict.fromkeys([*fast_tables, *events])]
+        # tables in the order of their first row, as ``parse`` orders them
+        tables = {table: data.drop_columns([SEQ]) for first, table, data in sorted(merged, key=lambda m: m[0])}
         return self.chunk_batch(file_bytes, tables, dead, tombstones + fallback_tombstones)
 
     def _fast_file(self, landing_file: str, content: bytes, lines: list[bytes]) -> FileOutcome:
@@ -195,18 +196,22 @@ class LineParser:
         return fast.parse(lines, content, delivery_for(where.topic, where.partition, where.start_offset, landing_file))
 
     def _merged_table(self, table: str, fast: list[pa.Table], events: list[BronzeEvent],
-                      seq_base: dict[str, int]) -> pa.Table:
-        """Fast rows and Python rows of ``table`` in line order, in the schema ``event_table`` gives."""
+                      seq_base: dict[str, int]) -> tuple[int, str, pa.Table]:
+        """(first line, table, rows): fast and Python rows of ``table`` in line order (with ``SEQ``, the
+        line's position in the chunk), in the schema ``event_table`` gives."""
         pieces = list(fast)
         if events:
             python = self.event_table(table, events)
-            seq = [seq_base[e.row["_cdc_landing_file"]] + e.row["_cdc_kafka_offset"] - _start_offset(e) for e in events]
+            # a Python row's line: its Kafka offset minus its file's start offset, plus the file's base
+            base = {name: seq_base[name] - parse_landing_path(name).start_offset
+                    for name in {e.row["_cdc_landing_file"] for e in events}}
+            seq = [base[e.row["_cdc_landing_file"]] + e.row["_cdc_kafka_offset"] for e in events]
             python = python.append_column(SEQ, pa.array(seq, pa.int64()))
             pieces = [_with_columns(piece, python.schema) for piece in pieces] + [python]
         merged = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
         if len(pieces) > 1:
             merged = merged.take(pc.sort_indices(merged.column(SEQ)))
-        return merged.drop_columns([SEQ])
+        return merged.column(SEQ)[0].as_py(), table, merged
 
     def chunk_batch(self, file_bytes: dict[str, int], tables: dict[str, pa.Table], dead: list[DeadLetter],
                     tombstones: int) -> pa.RecordBatch:
@@ -235,10 +240,6 @@ class LineParser:
              pa.array(oldest, pa.timestamp("us")), pa.array(payloads, pa.binary())],
             schema=CHUNKS_SCHEMA,
         )
-
-
-def _start_offset(event: BronzeEvent) -> int:
-    return parse_landing_path(event.row["_cdc_landing_file"]).start_offset
 
 
 def _with_columns(table: pa.Table, schema: pa.Schema) -> pa.Table:

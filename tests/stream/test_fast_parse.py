@@ -464,3 +464,21 @@ def test_mutated_lines_give_the_python_result(mutated, valid_count):
 
 def test_fixture_contracts_fit_the_fast_path():
     assert FastFileParser(fixture_contract("mysql", CUSTOMERS), INGESTED_AT).enabled
+
+
+def test_chunk_tables_keep_the_order_of_their_first_row(tmp_path):
+    """A table whose lines all go to Python comes first when its first line does, as in the Python path."""
+    source = simulated_landing("mixed")
+    landing = tmp_path / "landing"
+    picks = {"tickit.ecomm.date": lambda line: line.startswith(b'{"schema"'),  # wrapper lines: Python only
+             "tickit.ecomm.listing": lambda line: line.startswith(b'{"before"')}  # envelopes: fast path
+    for topic, keep in picks.items():
+        lines = [line for path in landing_files(source) if path.parent.parent.name == topic
+                 for line in path.read_bytes().split(b"\n") if keep(line)][:50]
+        assert lines, topic
+        folder = landing / "topics" / topic / "partition=0"
+        folder.mkdir(parents=True)
+        (folder / landing_file_name(topic, 0, 0)).write_bytes(b"".join(line + b"\n" for line in lines))
+    chunk = _chunks(landing, "fast")[0]
+    assert chunk.column("table_name").to_pylist()[1:3] == ["date", "listing"]
+    assert_same_chunks(landing)
