@@ -11,14 +11,16 @@
   On parquet (the embedded default) a state table has two layers, the partitions of
   `state_layer` (see the docs block silver_incremental):
     - `base`: written by a full refresh and by compaction (compact_cdc_state);
-    - `delta`: the latest row of every key changed since the last compaction.
+    - `delta`: the latest event of every key changed since the last compaction.
   An incremental run reads only staging rows of bronze commits newer than the model's
   watermark (cdc_watermark, a table property), dedupes them together with the delta
-  rows and the current rows of the keys they touch, and insert_overwrite rewrites the
-  `delta` partition alone: the cost follows the changes, not the table, even when the
-  changes are spread over every key. The published view lets a key's delta row win
-  over its base row.
-  On hudi (cluster-only) every row is in `base` and the winners are merged on state_key.
+  rows, and insert_overwrite rewrites the `delta` partition alone: the base layer is
+  neither read nor written, so the cost follows the changes, not the table, even when
+  the changes are spread over every key. Per key, the current row is whichever of its
+  base and delta rows has the larger position (cdc_current_state), so a late older
+  event that lands in the delta never wins over newer base state.
+  On hudi (cluster-only) every row is in `base`: the changes are deduped together with
+  the current rows of the keys they touch and merged on state_key.
   A full refresh dedupes the whole change log into `base`, which gives the same rows.
 -#}
 {% macro cdc_state(staging, primary_key, columns) -%}
@@ -44,7 +46,17 @@ changes as (
 
 ),
 
-{% if is_incremental() -%}
+{% if layered -%}
+candidates as (
+
+    select {{ state_columns | join(', ') }} from changes
+    union all
+    select {{ state_columns | join(', ') }}
+    from {{ this }} as current_state
+    where current_state.state_layer = 'delta'
+
+),
+{%- elif is_incremental() -%}
 changed_keys as (
 
     select distinct state_key
@@ -52,24 +64,13 @@ changed_keys as (
 
 ),
 
-{#- parquet rewrites the whole delta layer: its rows are candidates too #}
-current_rows as (
-
-    select {{ state_columns | join(', ') }}
-    from {{ this }} as current_state
-    where
-        {% if layered -%}
-        current_state.state_layer = 'delta'
-        or {% endif -%}
-        current_state.state_key in (select changed_keys.state_key from changed_keys)
-
-),
-
 candidates as (
 
     select {{ state_columns | join(', ') }} from changes
     union all
-    select {{ state_columns | join(', ') }} from current_rows
+    select {{ state_columns | join(', ') }}
+    from {{ this }} as current_state
+    where current_state.state_key in (select changed_keys.state_key from changed_keys)
 
 ),
 {%- else -%}
@@ -121,22 +122,41 @@ from latest
 
 
 {#-
-  The current rows of a layered state table: every delta row, and the base rows of the
-  keys that have no delta row.
+  The current row of every key of a layered state table: of its base and delta rows,
+  the one with the larger (cdc_position, bronze_commit_time), the order of the dedupe.
+  The two anti joins are complementary, so exactly one row per key is kept.
 
   state     the state relation (ref)
 -#}
 {% macro cdc_current_state(state) -%}
     select delta_rows.*
     from {{ state }} as delta_rows
+    left anti join {{ state }} as base_rows
+        on
+            delta_rows.state_key = base_rows.state_key
+            and base_rows.state_layer = 'base'
+            and (
+                base_rows.cdc_position > delta_rows.cdc_position
+                or (
+                    base_rows.cdc_position = delta_rows.cdc_position
+                    and base_rows.bronze_commit_time > delta_rows.bronze_commit_time
+                )
+            )
     where delta_rows.state_layer = 'delta'
     union all
     select base_rows.*
     from {{ state }} as base_rows
-    left anti join {{ state }} as newer_rows
+    left anti join {{ state }} as delta_rows
         on
-            base_rows.state_key = newer_rows.state_key
-            and newer_rows.state_layer = 'delta'
+            base_rows.state_key = delta_rows.state_key
+            and delta_rows.state_layer = 'delta'
+            and (
+                delta_rows.cdc_position > base_rows.cdc_position
+                or (
+                    delta_rows.cdc_position = base_rows.cdc_position
+                    and delta_rows.bronze_commit_time >= base_rows.bronze_commit_time
+                )
+            )
     where base_rows.state_layer = 'base'
 {%- endmacro %}
 
@@ -158,11 +178,12 @@ state_rows as (
 
 ),
 
+{#- the latest truncate is the truncate row with the largest position in either layer #}
 last_truncate as (
 
-    select max(cdc_position) as truncated_before
-    from state_rows
-    where is_truncate
+    select max(truncates.cdc_position) as truncated_before
+    from {{ state }} as truncates
+    where truncates.state_key = '<truncate>'
 
 ),
 

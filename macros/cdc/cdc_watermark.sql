@@ -36,12 +36,23 @@
 {%- endmacro %}
 
 
-{#- post-hook of a state model: record the newest bronze commit it now holds. -#}
+{#-
+  post-hook of a state model: record the newest bronze commit it now holds. After an
+  incremental run on parquet only the delta layer changed and every base row comes from
+  a commit at or before the previous watermark, so the new watermark is the larger of
+  the previous one and the delta's newest commit (no scan of the base layer).
+-#}
 {% macro record_cdc_watermark() -%}
     {%- set watermark = '' -%}
     {%- if execute -%}
-        {%- set rows = run_query(
-            "select coalesce(max(bronze_commit_time), '') from " ~ this).rows -%}
+        {%- set previous = cdc_watermark(this) -%}
+        {%- if previous != "''" and var('table_format', 'parquet') != 'hudi' -%}
+            {%- set query = "select greatest(" ~ previous ~ ", coalesce(max(bronze_commit_time), '')) from "
+                ~ this ~ " where state_layer = 'delta'" -%}
+        {%- else -%}
+            {%- set query = "select coalesce(max(bronze_commit_time), '') from " ~ this -%}
+        {%- endif -%}
+        {%- set rows = run_query(query).rows -%}
         {%- set watermark = rows[0][0] if rows else '' -%}
     {%- endif -%}
     alter table {{ this }} set tblproperties ('{{ cdc_watermark_property() }}' = '{{ watermark }}')
