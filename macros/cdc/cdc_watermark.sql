@@ -36,24 +36,52 @@
 {%- endmacro %}
 
 
+{#- Name of the table property holding the number of base-layer rows. -#}
+{% macro cdc_base_rows_property() -%}
+    {{ return('lakehouse.cdc_base_rows') }}
+{%- endmacro %}
+
+
 {#-
-  post-hook of a state model: record the newest bronze commit it now holds. After an
-  incremental run on parquet only the delta layer changed and every base row comes from
-  a commit at or before the previous watermark, so the new watermark is the larger of
-  the previous one and the delta's newest commit (no scan of the base layer).
+  post-hook of a state model: record the newest bronze commit it now holds, and on
+  parquet compact the table when its delta layer has outgrown the base layer.
+
+  After an incremental run on parquet only the delta layer changed and every base row
+  comes from a commit at or before the previous watermark, so the new watermark is the
+  larger of the previous one and the delta's newest commit: the base layer is not
+  scanned. The base layer's row count is kept in a table property (set by full
+  refreshes and compactions) for the compaction rule (var('silver_compaction_ratio')).
 -#}
 {% macro record_cdc_watermark() -%}
     {%- set watermark = '' -%}
+    {%- set base_rows = 0 -%}
     {%- if execute -%}
-        {%- set previous = cdc_watermark(this) -%}
-        {%- if previous != "''" and var('table_format', 'parquet') != 'hudi' -%}
-            {%- set query = "select greatest(" ~ previous ~ ", coalesce(max(bronze_commit_time), '')) from "
-                ~ this ~ " where state_layer = 'delta'" -%}
+        {%- set properties = {} -%}
+        {%- for row in run_query('show tblproperties ' ~ this).rows -%}
+            {%- do properties.update({row[0]: row[1]}) -%}
+        {%- endfor -%}
+        {%- set previous = properties.get(cdc_watermark_property(), '') -%}
+        {%- set layered = previous != '' and var('table_format', 'parquet') != 'hudi' -%}
+        {%- if layered -%}
+            {%- set row = run_query(
+                "select greatest('" ~ previous ~ "', coalesce(max(bronze_commit_time), '')), count(*) from "
+                ~ this ~ " where state_layer = 'delta'").rows[0] -%}
+            {%- set watermark = row[0] -%}
+            {%- set delta_rows = row[1] -%}
+            {%- set base_rows = properties.get(cdc_base_rows_property(), '0') | int -%}
+            {%- if delta_rows > 0 and delta_rows > var('silver_compaction_ratio') * base_rows -%}
+                {%- set base_rows = compact_cdc_state(this) -%}
+                {%- do log(this ~ ': compacted ' ~ delta_rows ~ ' delta rows; base now ' ~ base_rows ~ ' rows',
+                           info=True) -%}
+            {%- endif -%}
         {%- else -%}
-            {%- set query = "select coalesce(max(bronze_commit_time), '') from " ~ this -%}
+            {%- set row = run_query("select coalesce(max(bronze_commit_time), ''), count(*) from " ~ this).rows[0] -%}
+            {%- set watermark = row[0] -%}
+            {%- set base_rows = row[1] -%}
         {%- endif -%}
-        {%- set rows = run_query(query).rows -%}
-        {%- set watermark = rows[0][0] if rows else '' -%}
     {%- endif -%}
-    alter table {{ this }} set tblproperties ('{{ cdc_watermark_property() }}' = '{{ watermark }}')
+    alter table {{ this }} set tblproperties (
+        '{{ cdc_watermark_property() }}' = '{{ watermark }}',
+        '{{ cdc_base_rows_property() }}' = '{{ base_rows }}'
+    )
 {%- endmacro %}

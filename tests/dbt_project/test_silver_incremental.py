@@ -71,18 +71,24 @@ def test_incremental_run_writes_only_the_changed_keys(lakehouse: DbtLakehouse) -
 
 
 def test_compaction_folds_the_delta_into_the_base(lakehouse: DbtLakehouse) -> None:
-    """With a compaction ratio of 0 the next run folds the delta into base; silver stays equal to the oracle."""
+    """With a compaction ratio of 0 the run's post-hook folds the delta into base; silver stays equal to the oracle."""
     lakehouse.dbt.run("run", "-s", "+sales")
     _change_sale(lakehouse, 1)
     lakehouse.dbt.run("run", "-s", "+sales")
     base_before = _files_per_layer(lakehouse)["base"]
     assert _delta_keys(lakehouse) == ["1"]
     _change_sale(lakehouse, 3)
+    changes_commit = lakehouse.sql("select max(_hoodie_commit_time) from bronze.sale")[0][0]
     lakehouse.dbt.run("run", "-s", "+sales", "--vars", "{silver_compaction_ratio: 0}")
-    assert _files_per_layer(lakehouse)["base"] != base_before
-    assert _delta_keys(lakehouse) == ["3"]  # sale 1 now lives in base; sale 3 is this run's delta
-    (count,) = lakehouse.sql("select count(*) from silver.sales_cdc_state where state_key = '1'")[0]
-    assert count == 1
+    layers = _files_per_layer(lakehouse)
+    assert set(layers) == {"base"} and layers["base"] != base_before
+    for key in ("1", "3"):
+        (count,) = lakehouse.sql(f"select count(*) from silver.sales_cdc_state where state_key = '{key}'")[0]
+        assert count == 1, key
+    properties = dict(lakehouse.sql("show tblproperties silver.sales_cdc_state"))
+    assert properties["lakehouse.cdc_watermark"] == changes_commit
+    (rows,) = lakehouse.sql("select count(*) from silver.sales_cdc_state")[0]
+    assert properties["lakehouse.cdc_base_rows"] == str(rows)
     assert lakehouse.silver_differences(("sale",)) == {}
 
 
