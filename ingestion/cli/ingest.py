@@ -18,7 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "source table plus bronze.dead_letter, and sync bronze.<table> views through the Thrift server. "
         "One JSON log line per micro-batch goes to stdout.",
     )
-    parser.add_argument("--landing", help="landing zone (default: $LAKEHOUSE_LANDING)")
+    parser.add_argument("--landing", help="landing zone: a local directory, s3://bucket/prefix (read with boto3 into "
+                        "a local mirror), or s3a://... on a Spark with S3A (default: $LAKEHOUSE_LANDING)")
     parser.add_argument("--lake", help="lake root holding bronze/ (default: $LAKEHOUSE_LAKE)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--once", action="store_true", help="process everything landed, then stop (availableNow)")
@@ -29,6 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="about BYTES of files per micro-batch (not with --max-files-per-trigger)")
     parser.add_argument("--reset", action="store_true",
                         help="forget the checkpoint of this landing+lake pair (bronze keeps every event once)")
+    parser.add_argument("--s3-endpoint-url", help="S3 endpoint of an s3:// landing (default: $AWS_ENDPOINT_URL)")
     parser.add_argument("--no-sync", action="store_true", help="do not sync the catalog through the Thrift server")
     parser.add_argument("--thrift-host", help="Thrift server host (default: $LAKEHOUSE_THRIFT_HOST)")
     parser.add_argument("--thrift-port", type=int, help="Thrift server port (default: $LAKEHOUSE_THRIFT_PORT)")
@@ -56,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         thrift_host=args.thrift_host or settings.thrift_host,
         thrift_port=args.thrift_port or settings.thrift_port,
         timeout_seconds=args.timeout,
+        s3_endpoint_url=args.s3_endpoint_url,
     )
     if args.timeout is not None and args.once:
         raise UsageError("--timeout applies to continuous mode only", "drop --once or --timeout")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 import threading
@@ -14,6 +15,7 @@ from typing import TextIO
 from ingestion.stream.batch import BatchProcessor, BatchReport
 from ingestion.stream.checkpoint import prepare_checkpoint
 from ingestion.stream.landing import landing_stream, topics_root
+from ingestion.stream.s3_landing import MirrorRefresher, S3LandingError, S3LandingMirror, is_s3_uri
 from ingestion.stream.sync_state import CatalogSyncer
 
 log = logging.getLogger("lakehouse.ingest")
@@ -42,6 +44,8 @@ class IngestOptions:
     thrift_port: int = 10000
     database: str = "bronze"  # the catalog database of the synced views (tests use their own)
     timeout_seconds: float | None = None  # continuous mode: stop after this long (tests, benchmarks)
+    s3_endpoint_url: str | None = None  # s3:// landing: endpoint (default AWS_ENDPOINT_URL, else AWS)
+    mirrors_root: Path | None = None  # s3:// landing: local mirror directory (default next to the checkpoints)
 
     def validate(self) -> None:
         if self.max_files_per_trigger and self.max_bytes_per_trigger:
@@ -82,6 +86,8 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
     """Run the streaming ingestion until done (``once``), timeout or ``stop_event``."""
     options.validate()
     checkpoint = prepare_checkpoint(options.checkpoints_root, options.landing, options.lake, reset=options.reset)
+    mirror = _s3_mirror(options)
+    stream_landing = str(mirror.local) if mirror is not None else options.landing
     if spark is None:
         from ingestion.spark import local_spark_session
 
@@ -89,9 +95,9 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
     syncer = None
     if options.sync:
         syncer = CatalogSyncer(options.lake, options.thrift_host, options.thrift_port, database=options.database)
-    processor = BatchProcessor(options.landing, options.lake, checkpoint, syncer=syncer,
+    processor = BatchProcessor(stream_landing, options.lake, checkpoint, syncer=syncer,
                                log_stream=log_stream, on_report=on_report)
-    files = landing_stream(spark, options.landing, max_files_per_trigger=options.max_files_per_trigger,
+    files = landing_stream(spark, stream_landing, max_files_per_trigger=options.max_files_per_trigger,
                            max_bytes_per_trigger=options.max_bytes_per_trigger)
     writer = files.writeStream.foreachBatch(processor).option("checkpointLocation", str(checkpoint / "query"))
     if options.once:
@@ -100,6 +106,10 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
         writer = writer.trigger(processingTime=f"{options.trigger_seconds} seconds")
     if syncer is not None:
         syncer.start()  # sync in the background: a slow or absent Thrift server never delays a batch
+    refresher = None
+    if mirror is not None and not options.once:
+        refresher = MirrorRefresher(mirror, options.trigger_seconds)
+        refresher.start()
     query = writer.start()
     try:
         if options.once:
@@ -109,6 +119,8 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
     except KeyboardInterrupt:
         log.info("stopping the stream (interrupted)")
     finally:
+        if refresher is not None:
+            refresher.stop()
         if query.isActive:
             query.stop()
         if syncer is not None:
@@ -120,6 +132,20 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
         raise IngestError(f"the streaming query failed: {root_cause(str(error))}",
                           "the checkpoint is intact: a restart resumes the failed batch; --verbose for details")
     return IngestSummary(checkpoint, processor.reports)
+
+
+def _s3_mirror(options: IngestOptions) -> S3LandingMirror | None:
+    """The local mirror of an ``s3://`` landing zone, synced once (None for other landings)."""
+    if not is_s3_uri(options.landing):
+        return None
+    mirrors_root = options.mirrors_root or options.checkpoints_root.parent / "landing-mirror"
+    endpoint = options.s3_endpoint_url or os.environ.get("AWS_ENDPOINT_URL")
+    try:
+        mirror = S3LandingMirror(options.landing, mirrors_root, endpoint_url=endpoint)
+        mirror.sync()
+    except S3LandingError as exc:
+        raise IngestError(str(exc), "check the bucket name, credentials and AWS_ENDPOINT_URL") from exc
+    return mirror
 
 
 def root_cause(message: str) -> str:
