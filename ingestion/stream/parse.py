@@ -3,7 +3,12 @@
 Each landed line is classified by the project's Debezium parser
 (``ingestion.cdc.parser.parse_line``), the single implementation of the bronze contract,
 inside a ``mapInArrow`` over the landed files (``parse_file_batches``: split into lines
-and parsed in one pass), so parsing runs in parallel Python workers. Their output is
+and parsed in one pass), so parsing runs in parallel Python workers. By default the
+vectorized fast path (``ingestion.stream.fast_parse``: pyarrow's JSON reader and compute
+kernels, one landing file at a time) turns the lines it can prove valid into the same
+bronze rows, and every other line goes through ``parse_line``; the rows of both are
+merged back into line order (``LineParser.file_chunks``), so the output is exactly the
+one of the pure-Python path (``LAKEHOUSE_INGEST_PARSER=python``, ``LineParser.chunks``). Their output is
 compact: one row per (table, worker chunk) holding the rows as an Arrow IPC stream
 (``payload``), already in the bronze table's schema, plus one ``files`` row with the
 bytes read per landing file. The driver collects these few blobs and hands per-table
