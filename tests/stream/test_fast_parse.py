@@ -78,9 +78,14 @@ def assert_same_as_python(contract: TableContract, lines: list[bytes], *, topics
 # -- simulated landing zones ----------------------------------------------------------------
 @functools.cache
 def simulated_landing(fmt: str) -> Path:
+    """A small landing zone of ``fmt`` with every kind of bad line, built once per session (removed at exit)."""
+    import atexit
+    import shutil
     import tempfile
 
-    landing = Path(tempfile.mkdtemp(prefix=f"fast-parse-{fmt}-")) / "landing"
+    base = Path(tempfile.mkdtemp(prefix=f"fast-parse-{fmt}-"))
+    atexit.register(shutil.rmtree, base, ignore_errors=True)
+    landing = base / "landing"
     simulate(landing, fmt=fmt, scale=0.01, changes=1500, inject_bad=40, truncate=True)
     return landing
 
