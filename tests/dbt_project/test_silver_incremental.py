@@ -103,6 +103,7 @@ def test_dbt_build_twice_with_changes_between_passes_every_test(lakehouse: DbtLa
 
 @pytest.mark.slow
 def test_full_refresh_gives_identical_silver_and_gold(lakehouse: DbtLakehouse) -> None:
+    lakehouse.dbt.run("seed")  # gold dimensions join the seeds
     lakehouse.dbt.run("run")
     lakehouse.commit(lakehouse.fixture.change_events())
     lakehouse.dbt.run("run")
@@ -157,6 +158,7 @@ def test_snapshot_twice_records_changed_rows_as_new_versions(lakehouse: DbtLakeh
 
 @pytest.mark.slow
 def test_docs_generate_lists_every_model_with_its_columns(lakehouse: DbtLakehouse) -> None:
+    lakehouse.dbt.run("seed")
     lakehouse.dbt.run("run")
     lakehouse.dbt.run("docs", "generate")
     catalog = json.loads((lakehouse.dbt.work_dir / "target" / "catalog.json").read_text())
