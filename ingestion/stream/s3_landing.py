@@ -20,6 +20,7 @@ Credentials and region come from boto3's standard chain; ``AWS_ENDPOINT_URL`` (o
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 from pathlib import Path
@@ -27,6 +28,8 @@ from pathlib import Path
 from ingestion.simulate.storage import S3Storage
 
 LANDING_SUFFIX = ".json"
+
+log = logging.getLogger("lakehouse.ingest")
 
 
 def is_s3_uri(location: str) -> bool:
@@ -44,7 +47,6 @@ class S3LandingMirror:
         self.uri = uri.rstrip("/")
         self.storage = S3Storage(self.uri, endpoint_url=endpoint_url)
         self.local = mirrors_root / hashlib.sha256(self.uri.encode()).hexdigest()[:16]
-        self.files_copied = 0
 
     def sync(self) -> int:
         """Download every landing file not mirrored yet; returns how many were copied."""
@@ -54,7 +56,7 @@ class S3LandingMirror:
             raise S3LandingError(f"landing zone {self.uri}: cannot list s3://{self.storage.bucket}: {exc}") from exc
         copied = 0
         for relative in keys:
-            if not relative.endswith(LANDING_SUFFIX) or relative.endswith("/"):
+            if not relative.endswith(LANDING_SUFFIX):
                 continue
             target = self.local / relative
             if target.exists():
@@ -68,7 +70,6 @@ class S3LandingMirror:
             os.replace(partial, target)
             copied += 1
         (self.local / "topics").mkdir(parents=True, exist_ok=True)
-        self.files_copied += copied
         return copied
 
 
@@ -78,7 +79,6 @@ class MirrorRefresher:
     def __init__(self, mirror: S3LandingMirror, interval: float):
         self.mirror = mirror
         self.interval = interval
-        self.error: Exception | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="s3-landing-mirror", daemon=True)
 
@@ -93,6 +93,5 @@ class MirrorRefresher:
         while not self._stop.wait(self.interval):
             try:
                 self.mirror.sync()
-                self.error = None
             except S3LandingError as exc:  # transient S3 trouble: keep streaming what is mirrored
-                self.error = exc
+                log.warning("%s; retrying in %.0f s", exc, self.interval)
