@@ -9,7 +9,8 @@ has seen in the checkpoint, supports ``maxFilesPerTrigger``/``maxBytesPerTrigger
 ``Trigger.AvailableNow``, and works on every Hadoop file system (local, ``s3a://``).
 Splitting happens in the Python parse workers (``parse.parse_file_batches``, a
 ``mapInArrow`` over files): Spark's ``split`` would decode the bytes (replacing invalid
-UTF-8) before splitting.
+UTF-8) before splitting. For a local landing zone the workers also read the files
+(``reads_in_workers``): Spark only lists them and plans the batches.
 """
 
 from __future__ import annotations
@@ -53,3 +54,22 @@ def relative_landing_path(path: str, landing: str) -> str:
     marker = "/topics/"
     index = local.rfind(marker)
     return local[index + 1:] if index >= 0 else local
+
+
+def reads_in_workers(landing: str) -> bool:
+    """True when the parse workers read the landed files themselves (a local landing zone).
+
+    Spark then lists the files and plans the batches (checkpoint, admission limits) but
+    never reads their content; other file systems (``s3a://``, ``hdfs://``) go through
+    Spark's reader.
+    """
+    return urlparse(landing).scheme in ("", "file")
+
+
+def local_file_path(path: str) -> str:
+    """The local path of a ``file:`` path as Spark reports it (Hadoop's ``Path.toString``: not %-encoded)."""
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    if path.startswith("file:"):
+        return path[len("file:"):]
+    return path

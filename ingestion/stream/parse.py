@@ -267,22 +267,30 @@ CHUNK_LINES = 50_000
 
 def parse_file_batches(batches: Iterator[pa.RecordBatch], landing: str, ingested_at: dt.datetime,
                        mode: str | None = None) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body over landed files (``path``, ``content``): split and parse in one pass.
+    """``mapInArrow`` body over landed files (``path``, optionally ``content``): read, split and parse in one pass.
 
+    Without a ``content`` column (a local landing zone, ``landing.reads_in_workers``) the
+    worker reads each file itself: the bytes then never go through the JVM (Spark's
+    binaryFile source would read them, copy them into Arrow batches and send them over
+    the worker socket, ~2 s per 200 MB); with one (other file systems) Spark read them.
     Splitting here keeps the bytes in the worker (no round trip of every line through the
     JVM); lines keep their raw bytes (see ``ingestion.stream.landing``). ``mode`` is
     ``fast`` (``ingestion.stream.fast_parse``, falling back to the Python parser line by
     line) or ``python``; None reads ``LAKEHOUSE_INGEST_PARSER`` (default fast).
     """
-    from ingestion.stream.landing import relative_landing_path
+    from ingestion.stream.landing import local_file_path, relative_landing_path
 
     parser = LineParser(ingested_at)
     fast = (mode or parser_mode()) == "fast"
     files: list[tuple[str, bytes, list[bytes]]] = []
     lines = 0
     for batch in batches:
-        for path, content in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist(),
-                                 strict=True):
+        paths = batch.column("path").to_pylist()
+        if "content" in batch.schema.names:
+            contents: Iterator[bytes] = iter(batch.column("content").to_pylist())
+        else:
+            contents = (_read_file(local_file_path(path)) for path in paths)
+        for path, content in zip(paths, contents, strict=True):
             pieces = content.split(b"\n")
             if pieces and pieces[-1] == b"":
                 pieces.pop()
@@ -293,6 +301,11 @@ def parse_file_batches(batches: Iterator[pa.RecordBatch], landing: str, ingested
                 files, lines = [], 0
     if lines:
         yield _parse_files(parser, files, fast)
+
+
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
 
 
 def _parse_files(parser: LineParser, files: list[tuple[str, bytes, list[bytes]]], fast: bool) -> pa.RecordBatch:
