@@ -17,7 +17,7 @@ change of load on a shared machine affects all of them alike; the first run of e
 the cold one and is left out of the warm median.
 
 Usage: ``python benchmarks/bench_ingest.py [--scale 1.0] [--changes 20000] [--runs 3]
-[--format envelope] [--parsers fast,python] [--freshness-samples 20] [--work DIR]``
+[--format envelope] [--parsers fast,python] [--spark-reads] [--freshness-samples 20] [--work DIR]``
 """
 
 from __future__ import annotations
@@ -46,19 +46,29 @@ def landed_lines(landing: Path) -> int:
     return sum(p.read_bytes().count(b"\n") for p in (landing / "topics").rglob("*.json"))
 
 
-def ingest_once(spark, landing: Path, work: Path, parser: str) -> tuple[float, int, str]:
-    """One ``ingest --once`` into a fresh lake with ``parser`` (the driver reads the variable per batch)."""
+def ingest_once(spark, landing: Path, work: Path, parser: str, spark_reads: bool = False) -> tuple[float, int, str]:
+    """One ``ingest --once`` into a fresh lake with ``parser`` (the driver reads the variable per batch).
+
+    ``spark_reads``: the landed files go through Spark's binaryFile reader (content column,
+    Spark's default split), as before the parse workers read local files themselves.
+    """
+    from ingestion.stream import batch as batch_module
+
     if work.exists():
         shutil.rmtree(work)
     options = IngestOptions(landing=str(landing), lake=str(work / "lake"), checkpoints_root=work / "checkpoints",
                             once=True, sync=False)
     previous = os.environ.get(PARSER_ENV)
     os.environ[PARSER_ENV] = parser
+    reads_in_workers = batch_module.reads_in_workers
+    if spark_reads:
+        batch_module.reads_in_workers = lambda landing: False
     try:
         started = time.perf_counter()
         summary = run_ingest(options, spark=spark, log_stream=None)
         elapsed = time.perf_counter() - started
     finally:
+        batch_module.reads_in_workers = reads_in_workers
         if previous is None:
             os.environ.pop(PARSER_ENV, None)
         else:
@@ -158,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=4, help="runs of each (the first is the cold one)")
     parser.add_argument("--parsers", default="fast,python",
                         help=f"comma-separated {PARSER_ENV} values to measure, in this order (default fast,python)")
+    parser.add_argument("--spark-reads", action="store_true",
+                        help="also measure the fast parser with the files read by Spark (the path before the "
+                             "workers read local files), interleaved with the others")
     parser.add_argument("--freshness-samples", type=int, default=20)
     parser.add_argument("--work", help="scratch directory (default: a temporary one, removed)")
     args = parser.parse_args(argv)
@@ -181,13 +194,17 @@ def main(argv: list[str] | None = None) -> int:
         jvm_seconds = time.perf_counter() - jvm_started
         schema = None
 
-        ingest_times: dict[str, list[float]] = {p: [] for p in parsers}
+        variants = [(name, name, False) for name in parsers]
+        if args.spark_reads:
+            variants.append(("fast, Spark reads", "fast", True))
+        ingest_times: dict[str, list[float]] = {label: [] for label, _, _ in variants}
         plain_times: list[float] = []
         for run in range(args.runs):
-            for name in parsers:
-                seconds, events, phases = ingest_once(spark, landing, work / f"ingest-{name}-{run}", name)
-                ingest_times[name].append(seconds)
-                print(f"ingest run {run} ({PARSER_ENV}={name}): {seconds:.1f}s, {events} events+bad lines, "
+            for index, (label, name, spark_reads) in enumerate(variants):
+                seconds, events, phases = ingest_once(spark, landing, work / f"ingest-{index}-{run}", name,
+                                                      spark_reads)
+                ingest_times[label].append(seconds)
+                print(f"ingest run {run} ({PARSER_ENV}={label}): {seconds:.1f}s, {events} events+bad lines, "
                       f"{lines / seconds:,.0f} lines/s; {phases}", flush=True)
             if schema is None:
                 schema = spark.read.option("recursiveFileLookup", "true").json(str(landing / "topics")).schema
@@ -202,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{plain_median:.1f}s = {lines / plain_median:,.0f} rows/s (runs: "
               f"{', '.join(f'{t:.1f}' for t in plain_times)})")
         summary = {"lines": lines, "jvm_seconds": round(jvm_seconds, 1), "plain_median_seconds": round(plain_median, 2)}
-        for index, name in enumerate(parsers):
+        for index, name in enumerate(ingest_times):
             times = ingest_times[name]
             warm = times[1:] or times
             median = statistics.median(warm)
