@@ -209,8 +209,8 @@ class BatchProcessor:
         """One exactly-once commit per table that received rows: bronze tables by name, then the dead letters.
 
         Serial on purpose: writing the tables in a thread pool was measured (scale 1.0, 2
-        cores shared with other work) at no gain or a loss: the GIL hand-offs between many
-        short pyarrow calls cost more system time than the overlap saved.
+        cores shared with other work) at no gain or a loss, with 3-5x the system time
+        (probably GIL hand-offs between the many short pyarrow calls; not fsync).
         """
         jobs = [table for table in sorted(per_table) if table != DEAD_LETTER_TABLE]
         if DEAD_LETTER_TABLE in per_table:
