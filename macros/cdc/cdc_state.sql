@@ -14,7 +14,8 @@
     - `delta`: the latest event of every key changed since the last compaction.
   An incremental run reads only staging rows of bronze commits newer than the model's
   watermark (cdc_watermark, a table property), dedupes them together with the delta
-  rows, and insert_overwrite rewrites the `delta` partition alone: the base layer is
+  rows, and the cdc_state materialization (macros/materializations/cdc_state.sql)
+  rewrites the `delta` partition alone: the base layer is
   neither read nor written, so the cost follows the changes, not the table, even when
   the changes are spread over every key. Per key, the current row is whichever of its
   base and delta rows has the larger position (cdc_current_state), so a late older
@@ -25,7 +26,10 @@
 -#}
 {% macro cdc_state(staging, primary_key, columns) -%}
 {%- set state_columns = columns + cdc_state_metadata_columns() -%}
-{%- set layered = is_incremental() and var('table_format', 'parquet') != 'hudi' -%}
+{#- the cdc_state materialization names these columns when it writes the delta layer -#}
+{%- do config(cdc_state_columns=state_columns) -%}
+{%- set incremental = cdc_state_is_incremental() -%}
+{%- set layered = incremental and var('table_format', 'parquet') != 'hudi' -%}
 with
 
 changes as (
@@ -40,7 +44,7 @@ changes as (
         bronze_commit_time,
         {{ cdc_state_key(primary_key) }} as state_key
     from {{ staging }}
-    {%- if is_incremental() %}
+    {%- if incremental %}
     where bronze_commit_time > {{ cdc_watermark(this) }}
     {%- endif %}
 
@@ -56,7 +60,7 @@ candidates as (
     where current_state.state_layer = 'delta'
 
 ),
-{%- elif is_incremental() -%}
+{%- elif incremental -%}
 changed_keys as (
 
     select distinct state_key
