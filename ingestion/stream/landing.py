@@ -15,7 +15,7 @@ UTF-8) before splitting. For a local landing zone the workers also read the file
 
 from __future__ import annotations
 
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -49,8 +49,9 @@ def landing_stream(spark: SparkSession, landing: str, *, max_files_per_trigger: 
 
 def relative_landing_path(path: str, landing: str) -> str:
     """``topics/<topic>/.../<file>.json`` from the URI Spark reports (portable, short)."""
-    parsed = urlparse(path)
-    local = unquote(parsed.path) if parsed.scheme in ("file", "") else path
+    # Spark reports local paths as Hadoop's Path.toString, not %-encoded: "%41" in a file
+    # name is three characters, so the name is kept as it is (no unquoting)
+    local = local_file_path(path) if urlparse(path).scheme in ("file", "") else path
     marker = "/topics/"
     index = local.rfind(marker)
     return local[index + 1:] if index >= 0 else local

@@ -113,7 +113,8 @@ def test_simulated_files_line_by_line(fmt):
 
 
 def _chunks(landing: Path, mode: str) -> list[pa.RecordBatch]:
-    batches = [pa.RecordBatch.from_arrays([pa.array([path.as_uri()]), pa.array([path.read_bytes()], pa.binary())],
+    # paths as Spark's binaryFile source reports them: "file:" + the path, not %-encoded
+    batches = [pa.RecordBatch.from_arrays([pa.array([f"file:{path}"]), pa.array([path.read_bytes()], pa.binary())],
                                           names=["path", "content"]) for path in landing_files(landing)]
     previous = os.environ.get(PARSER_ENV)
     os.environ[PARSER_ENV] = mode
