@@ -30,6 +30,9 @@
 {%- do config(cdc_state_columns=state_columns) -%}
 {%- set incremental = cdc_state_is_incremental() -%}
 {%- set layered = incremental and var('table_format', 'parquet') != 'hudi' -%}
+{%- set watermark = cdc_watermark(this) if incremental else "''" -%}
+{#- the bronze window (watermark, synced instant]: see cdc_source_instant -#}
+{%- set upper_bound = cdc_source_instant() if incremental else none -%}
 with
 
 changes as (
@@ -45,7 +48,10 @@ changes as (
         {{ cdc_state_key(primary_key) }} as state_key
     from {{ staging }}
     {%- if incremental %}
-    where bronze_commit_time > {{ cdc_watermark(this) }}
+    where bronze_commit_time > {{ watermark }}
+    {%- if upper_bound is not none %}
+        and bronze_commit_time <= '{{ upper_bound }}' {{ cdc_window_comment(watermark[1:-1], upper_bound) }}
+    {%- endif %}
     {%- endif %}
 
 ),

@@ -10,13 +10,19 @@
   the model's query once:
 
     - first run, `--full-refresh`, or an existing view: `create table ... as` (dropping
-      what was there), exactly like dbt-spark;
+      what was there), as dbt-spark does, with the table option
+      `partitionOverwriteMode "dynamic"` (see below);
     - otherwise: `insert overwrite table ... partition (state_layer)` in dynamic
       partition-overwrite mode (the query's rows are all `delta`, so only that partition
-      is replaced), the columns named from the model's column list. The table's columns come from the
+      is replaced; the table option sets the mode, so no session `set` is needed, except
+      for tables created before the option was added), the columns named from the model's column list. The table's columns come from the
       relation cache dbt filled with `show table extended` (no statement); when they
       differ from the model's (a column added or removed in the model), the run fails
       and asks for `--full-refresh`, as `on_schema_change: fail` would.
+
+  An incremental run whose bronze window is empty (cdc_window_of: no bronze commit after
+  the watermark, by the synced instant of the bronze view) runs no statement at all and
+  reports `OK (no new commits)`; hooks do not run either, as there is nothing to record.
 
   The model must call cdc_state(), which records its column list in the model's config
   (`cdc_state_columns`). Hooks (the watermark post-hook) run as in any materialization.
@@ -42,11 +48,22 @@
           ~ (columns + ['state_layer']) | join(', ') ~ ": rebuild it with `dbt run --full-refresh -s "
           ~ model.name ~ "`") -%}
     {%- endif -%}
+    {%- set window = cdc_window_of(sql) -%}
+    {%- if window is not none and window[1] <= window[0] -%}
+      {#- no bronze commit since the watermark: nothing to read, nothing to record -#}
+      {{ log(target ~ ': no bronze commit after ' ~ window[0] ~ ', nothing to do') }}
+      {%- call noop_statement('main', 'OK (no new commits)') -%}{%- endcall -%}
+      {{ return({'relations': [target]}) }}
+    {%- endif -%}
     {#- dynamic: only the partitions the query writes are replaced, and Spark lets a
-        query overwrite a table it reads (the delta rows are part of the new delta) -#}
-    {%- call statement('partition_overwrite_mode') -%}
-      set spark.sql.sources.partitionOverwriteMode = DYNAMIC
-    {%- endcall -%}
+        query overwrite a table it reads (the delta rows are part of the new delta).
+        Tables this materialization created carry it as a table option; older ones get
+        it from the session. -#}
+    {%- if not cdc_state_has_dynamic_overwrite(existing) -%}
+      {%- call statement('partition_overwrite_mode') -%}
+        set spark.sql.sources.partitionOverwriteMode = DYNAMIC
+      {%- endcall -%}
+    {%- endif -%}
     {%- call statement('main') -%}
       insert overwrite table {{ target }} partition (state_layer)
       select {{ (columns + ['state_layer']) | join(', ') }}
@@ -59,7 +76,7 @@
       {%- do adapter.drop_relation(existing) -%}
     {%- endif -%}
     {%- call statement('main') -%}
-      {{ create_table_as(False, target, sql) }}
+      {{ cdc_state_create_table_as(target, sql) }}
     {%- endcall -%}
   {%- endif -%}
 
@@ -102,4 +119,43 @@
   {%- endif -%}
   {%- set relation = adapter.get_relation(database=this.database, schema=this.schema, identifier=this.identifier) -%}
   {{ return(relation is not none and relation.is_table and not should_full_refresh()) }}
+{%- endmacro %}
+
+
+{#-
+  dbt-spark's create_table_as for a non-temporary parquet table, with the table option
+  `partitionOverwriteMode "dynamic"` added to the model's `options`: Spark reads a
+  table's options before the session setting when it plans an `insert overwrite`.
+  (dbt-spark's options_clause reads `options` from the model config only.)
+
+  relation  the table to create
+  sql       the model's compiled query
+-#}
+{% macro cdc_state_create_table_as(relation, sql) -%}
+  {%- set options = {'partitionOverwriteMode': 'dynamic'} -%}
+  {%- do options.update(config.get('options') or {}) -%}
+  create table {{ relation }}
+  {{ file_format_clause() }}
+  options (
+    {%- for name, value in options.items() %}
+    {{ name }} "{{ value }}"{{ ',' if not loop.last }}
+    {%- endfor %}
+  )
+  {{ tblproperties_clause() }}
+  {{ partition_cols(label="partitioned by") }}
+  {{ clustered_cols(label="clustered by") }}
+  {{ location_clause() }}
+  {{ comment_clause() }}
+  as
+  {{ sql }}
+{%- endmacro %}
+
+
+{#-
+  True when the cached `information` of an existing state table shows the table option
+  `partitionOverwriteMode=dynamic` (tables created by cdc_state_create_table_as).
+-#}
+{% macro cdc_state_has_dynamic_overwrite(relation) -%}
+  {%- set line = modules.re.search('(?m)^Storage Properties: \\[(.*)\\]$', relation.information or '') -%}
+  {{ return(line is not none and modules.re.search('(?i)(^|, )partitionOverwriteMode=dynamic(,|$)', line.group(1)) is not none) }}
 {%- endmacro %}

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 
 from ingestion import thrift
+from ingestion.catalog.sync import SYNCED_INSTANT_PROPERTY
 from ingestion.cdc.contracts import load_contracts
 from ingestion.stream.bronze import DEAD_LETTER_TABLE_COLUMNS as DEAD_LETTER_COLUMNS
 
@@ -98,6 +99,9 @@ class BronzeLoader:
                     full["_cdc_ingested_at"] = ingested_at
                 values.append("(" + ", ".join(sql_literal(full.get(n), t) for n, t in columns) + ")")
             statements.append(f"insert into {self.schema}.`{table}` values {', '.join(values)}")
+            # what the ingestion's catalog sync records on a bronze view: the instant it shows up to
+            statements.append(f"alter table {self.schema}.`{table}` set tblproperties "
+                              f"('{SYNCED_INSTANT_PROPERTY}' = '{instant}')")
         self._execute(statements)
         return instant
 

@@ -9,6 +9,7 @@ docs.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 
@@ -79,7 +80,7 @@ def test_compaction_folds_the_delta_into_the_base(lakehouse: DbtLakehouse) -> No
     assert _delta_keys(lakehouse) == ["1"]
     _change_sale(lakehouse, 3)
     changes_commit = lakehouse.sql("select max(_hoodie_commit_time) from bronze.sale")[0][0]
-    lakehouse.dbt.run("run", "-s", "+sales", "--vars", "{silver_compaction_ratio: 0}")
+    lakehouse.dbt.run("run", "-s", "+sales", "--vars", "{silver_compaction_ratio: 0, silver_compaction_check_every: 1}")
     layers = _files_per_layer(lakehouse)
     assert set(layers) == {"base"} and layers["base"] != base_before
     for key in ("1", "3"):
@@ -89,6 +90,76 @@ def test_compaction_folds_the_delta_into_the_base(lakehouse: DbtLakehouse) -> No
     assert properties["lakehouse.cdc_watermark"] == changes_commit
     (rows,) = lakehouse.sql("select count(*) from silver.sales_cdc_state")[0]
     assert properties["lakehouse.cdc_base_rows"] == str(rows)
+    assert lakehouse.silver_differences(("sale",)) == {}
+
+
+def test_compaction_is_checked_every_nth_run_with_a_known_window(lakehouse: DbtLakehouse) -> None:
+    """With a window (synced instant) the delta is counted only every `silver_compaction_check_every` runs."""
+    every_second_run = "{silver_compaction_ratio: 0, silver_compaction_check_every: 2}"
+    lakehouse.dbt.run("run", "-s", "+sales_cdc_state")
+    _change_sale(lakehouse, 1)
+    lakehouse.dbt.run("run", "-s", "sales_cdc_state", "--vars", every_second_run)
+    assert _delta_keys(lakehouse) == ["1"]  # not checked: the delta stays
+    assert dict(lakehouse.sql("show tblproperties silver.sales_cdc_state"))["lakehouse.cdc_unchecked_runs"] == "1"
+    _change_sale(lakehouse, 2)
+    lakehouse.dbt.run("run", "-s", "sales_cdc_state", "sales", "--vars", every_second_run)
+    assert set(_files_per_layer(lakehouse)) == {"base"}  # checked and compacted
+    assert dict(lakehouse.sql("show tblproperties silver.sales_cdc_state"))["lakehouse.cdc_unchecked_runs"] == "0"
+    assert lakehouse.silver_differences(("sale",)) == {}
+
+
+def _run_log(lakehouse: DbtLakehouse) -> str:
+    log = (lakehouse.dbt.work_dir / "logs" / "dbt.log").read_text(errors="replace")
+    return log[log.rindex("Running with dbt="):]
+
+
+def test_a_model_without_new_bronze_commits_runs_no_query(lakehouse: DbtLakehouse) -> None:
+    """No commit after the watermark (by the bronze synced instant): no insert, no post-hook, watermark kept."""
+    lakehouse.dbt.run("run", "-s", "+sales", "+users")
+    before = {state: dict(lakehouse.sql(f"show tblproperties silver.{state}"))
+              for state in ("sales_cdc_state", "users_cdc_state")}
+    _change_sale(lakehouse, 1)  # a commit to bronze.sale only
+    output = re.sub(r"\x1b\[[0-9;]*m", "", lakehouse.dbt.run("run", "-s", "sales_cdc_state", "users_cdc_state").stdout)
+    log = _run_log(lakehouse)
+    assert "insert overwrite table silver.sales_cdc_state" in log
+    assert "insert overwrite table silver.users_cdc_state" not in log
+    assert "alter table silver.users_cdc_state" not in log
+    assert re.search(r"users_cdc_state .*\[OK \(no new commits\)", output), output
+    after = {state: dict(lakehouse.sql(f"show tblproperties silver.{state}"))
+             for state in ("sales_cdc_state", "users_cdc_state")}
+    assert after["users_cdc_state"]["lakehouse.cdc_watermark"] == before["users_cdc_state"]["lakehouse.cdc_watermark"]
+    sale_commit = dict(lakehouse.sql("show tblproperties bronze.sale"))["lakehouse.synced_instant"]
+    assert after["sales_cdc_state"]["lakehouse.cdc_watermark"] == sale_commit
+    assert lakehouse.silver_differences(("sale", "user")) == {}
+
+
+def test_the_window_stops_at_the_synced_instant(lakehouse: DbtLakehouse) -> None:
+    """Rows committed above the bronze view's synced instant (a sync still under way) wait for the next run."""
+    lakehouse.dbt.run("run", "-s", "+sales")
+    synced = dict(lakehouse.sql("show tblproperties bronze.sale"))["lakehouse.synced_instant"]
+    _change_sale(lakehouse, 1)
+    # as if the view's properties had not caught up with its files yet
+    lakehouse.sql(f"alter table bronze.sale set tblproperties ('lakehouse.synced_instant' = '{synced}')")
+    lakehouse.dbt.run("run", "-s", "sales_cdc_state")
+    assert _delta_keys(lakehouse) == []
+    assert dict(lakehouse.sql("show tblproperties silver.sales_cdc_state"))["lakehouse.cdc_watermark"] == synced
+    _change_sale(lakehouse, 2)  # the next sync shows both changes
+    lakehouse.dbt.run("run", "-s", "sales_cdc_state", "sales")
+    assert _delta_keys(lakehouse) == ["1", "2"]
+    assert lakehouse.silver_differences(("sale",)) == {}
+
+
+def test_bronze_without_a_synced_instant_is_read_from_the_watermark_on(lakehouse: DbtLakehouse) -> None:
+    """A bronze relation without `lakehouse.synced_instant` (not synced by the ingestion): no window, same result."""
+    lakehouse.dbt.run("run", "-s", "+sales")
+    lakehouse.sql("alter table bronze.sale unset tblproperties ('lakehouse.synced_instant')")
+    _change_sale(lakehouse, 1)
+    lakehouse.sql("alter table bronze.sale unset tblproperties ('lakehouse.synced_instant')")
+    changes_commit = lakehouse.sql("select max(_hoodie_commit_time) from bronze.sale")[0][0]
+    lakehouse.dbt.run("run", "-s", "sales_cdc_state", "sales")
+    assert "lakehouse.cdc_window" not in _run_log(lakehouse)
+    assert _delta_keys(lakehouse) == ["1"]
+    assert dict(lakehouse.sql("show tblproperties silver.sales_cdc_state"))["lakehouse.cdc_watermark"] == changes_commit
     assert lakehouse.silver_differences(("sale",)) == {}
 
 
