@@ -91,7 +91,8 @@
   which the next run reads. Read with `show tblproperties` (a metastore call, no job).
 -#}
 {% macro cdc_source_instant() -%}
-    {%- if not execute -%}
+    {#- unit tests have no graph: they test the window through an override of this macro -#}
+    {%- if not execute or model.unique_id not in (graph.get('nodes') or {}) -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set source_ids = cdc_upstream_sources(model.unique_id) | unique | list -%}
