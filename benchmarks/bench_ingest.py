@@ -46,13 +46,17 @@ def landed_lines(landing: Path) -> int:
     return sum(p.read_bytes().count(b"\n") for p in (landing / "topics").rglob("*.json"))
 
 
-def ingest_once(spark, landing: Path, work: Path, parser: str, spark_reads: bool = False) -> tuple[float, int, str]:
+def ingest_once(spark, landing: Path, work: Path, parser: str, spark_reads: bool = False,
+                serial_writes: bool = False) -> tuple[float, int, str]:
     """One ``ingest --once`` into a fresh lake with ``parser`` (the driver reads the variable per batch).
 
     ``spark_reads``: the landed files go through Spark's binaryFile reader (content column,
     Spark's default split), as before the parse workers read local files themselves.
+    ``serial_writes``: every table is written by the driver, one after another, as before
+    the batch's writes were split with a forked writer.
     """
     from ingestion.stream import batch as batch_module
+    from ingestion.stream import forked_writes
 
     if work.exists():
         shutil.rmtree(work)
@@ -63,12 +67,16 @@ def ingest_once(spark, landing: Path, work: Path, parser: str, spark_reads: bool
     reads_in_workers = batch_module.reads_in_workers
     if spark_reads:
         batch_module.reads_in_workers = lambda landing: False
+    min_rows_to_fork = forked_writes.MIN_ROWS_TO_FORK
+    if serial_writes:
+        forked_writes.MIN_ROWS_TO_FORK = sys.maxsize
     try:
         started = time.perf_counter()
         summary = run_ingest(options, spark=spark, log_stream=None)
         elapsed = time.perf_counter() - started
     finally:
         batch_module.reads_in_workers = reads_in_workers
+        forked_writes.MIN_ROWS_TO_FORK = min_rows_to_fork
         if previous is None:
             os.environ.pop(PARSER_ENV, None)
         else:
@@ -171,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spark-reads", action="store_true",
                         help="also measure the fast parser with the files read by Spark (the path before the "
                              "workers read local files), interleaved with the others")
+    parser.add_argument("--serial-writes", action="store_true",
+                        help="also measure the fast parser with every table written by the driver in turn (the "
+                             "path before the forked writer), interleaved with the others")
     parser.add_argument("--freshness-samples", type=int, default=20)
     parser.add_argument("--work", help="scratch directory (default: a temporary one, removed)")
     args = parser.parse_args(argv)
@@ -194,15 +205,17 @@ def main(argv: list[str] | None = None) -> int:
         jvm_seconds = time.perf_counter() - jvm_started
         schema = None
 
-        variants = [(name, name, False) for name in parsers]
+        variants = [(name, name, False, False) for name in parsers]
         if args.spark_reads:
-            variants.append(("fast, Spark reads", "fast", True))
-        ingest_times: dict[str, list[float]] = {label: [] for label, _, _ in variants}
+            variants.append(("fast, Spark reads", "fast", True, False))
+        if args.serial_writes:
+            variants.append(("fast, serial writes", "fast", False, True))
+        ingest_times: dict[str, list[float]] = {label: [] for label, *_ in variants}
         plain_times: list[float] = []
         for run in range(args.runs):
-            for index, (label, name, spark_reads) in enumerate(variants):
+            for index, (label, name, spark_reads, serial_writes) in enumerate(variants):
                 seconds, events, phases = ingest_once(spark, landing, work / f"ingest-{index}-{run}", name,
-                                                      spark_reads)
+                                                      spark_reads, serial_writes)
                 ingest_times[label].append(seconds)
                 print(f"ingest run {run} ({PARSER_ENV}={label}): {seconds:.1f}s, {events} events+bad lines, "
                       f"{lines / seconds:,.0f} lines/s; {phases}", flush=True)

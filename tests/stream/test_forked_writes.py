@@ -1,0 +1,92 @@
+"""Splitting a micro-batch's table writes over the driver and one forked child."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ingestion.stream import forked_writes
+from ingestion.stream.forked_writes import MIN_ROWS_TO_FORK, run_shares, split_by_size
+
+pytestmark = pytest.mark.skipif(not forked_writes.fork_available(), reason="needs fork and two cores")
+
+
+def test_split_balances_rows_and_keeps_order() -> None:
+    sizes = {"category": 10, "date": 300, "event": 800, "listing": 180_000, "sale": 175_000, "user": 50_000}
+    here, there = split_by_size(sizes)
+    assert sorted(here + there) == sorted(sizes)
+    totals = sorted(sum(sizes[n] for n in share) for share in (here, there))
+    assert totals[1] - totals[0] <= max(sizes.values())  # no share holds more than the other plus one table
+    assert {"listing", "sale"} & set(here) and {"listing", "sale"} & set(there)  # the two big ones apart
+    for share in (here, there):
+        assert share == [n for n in sizes if n in share]
+
+
+def test_big_batches_run_in_two_processes_with_results_in_order() -> None:
+    names = ["a", "b", "c", "d"]
+    sizes = dict.fromkeys(names, MIN_ROWS_TO_FORK)
+
+    results = run_shares(names, sizes, lambda name: (name, name.upper() * 2, os.getpid()))
+
+    assert [r[:2] for r in results] == [(n, n.upper() * 2) for n in names]
+    pids = {r[2] for r in results}
+    assert os.getpid() in pids and len(pids) == 2
+
+
+def test_small_batches_stay_in_the_driver() -> None:
+    names = ["a", "b", "c"]
+    results = run_shares(names, dict.fromkeys(names, 10), lambda name: os.getpid())
+    assert set(results) == {os.getpid()}
+
+
+def test_a_failure_in_the_child_fails_the_batch_with_its_error() -> None:
+    names = ["listing", "sale"]
+    sizes = dict.fromkeys(names, MIN_ROWS_TO_FORK)
+    driver = os.getpid()
+
+    def work(name: str) -> str:
+        if os.getpid() != driver:
+            raise ValueError(f"disk full while writing {name}")
+        return name
+
+    with pytest.raises(RuntimeError, match=r"writing (listing|sale) in a forked writer failed: ValueError: disk full"):
+        run_shares(names, sizes, work)
+
+
+def test_a_child_that_dies_fails_the_batch() -> None:
+    names = ["listing", "sale"]
+    sizes = dict.fromkeys(names, MIN_ROWS_TO_FORK)
+    driver = os.getpid()
+
+    def work(name: str) -> str:
+        if os.getpid() != driver:
+            os._exit(3)
+        return name
+
+    with pytest.raises(RuntimeError, match="exited with code 3"):
+        run_shares(names, sizes, work)
+
+
+def test_an_ingest_writing_from_two_processes_equals_the_oracle(tmp_path, spark, monkeypatch) -> None:
+    """Every batch forks (threshold 1 row): bronze read by hudi-rs == the simulator's oracle, exactly once."""
+    from tests.stream.conftest import ingest, simulate
+    from tests.stream.judge import compare_events, dead_letter_tuples_bronze, dead_letter_tuples_oracle
+
+    forks: list[int] = []
+    original = forked_writes.split_by_size
+
+    def counting_split(sizes: dict[str, int]) -> tuple[list[str], list[str]]:
+        forks.append(len(sizes))
+        return original(sizes)
+
+    monkeypatch.setattr(forked_writes, "MIN_ROWS_TO_FORK", 1)
+    monkeypatch.setattr(forked_writes, "split_by_size", counting_split)
+    simulate(tmp_path / "landing", fmt="mixed", scale=0.005, changes=1500, inject_bad=6)
+    run = ingest(spark, tmp_path, "bronze_forked", max_files_per_trigger=40)
+
+    assert forks, "no batch was split"
+    report = compare_events(run.lake, run.landing)
+    assert all(expected > 0 for expected, _, _ in report.values()), report
+    assert {t: m for t, (_, _, m) in report.items() if m} == {}, report
+    assert dead_letter_tuples_bronze(run.lake) == dead_letter_tuples_oracle(run.landing)
