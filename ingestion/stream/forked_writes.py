@@ -20,8 +20,10 @@ other threads.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
+import signal
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -31,6 +33,11 @@ Result = TypeVar("Result")
 #: below this many rows in a batch, forking costs more than it saves (a fork of the
 #: driver takes ~10-30 ms; a write of 10K rows ~50 ms)
 MIN_ROWS_TO_FORK = 50_000
+#: set to 0 to write every table from the driver, in turn
+FORK_ENV = "LAKEHOUSE_INGEST_FORK_WRITES"
+#: overrides MIN_ROWS_TO_FORK (the crash tests fork on every batch with 1)
+FORK_MIN_ROWS_ENV = "LAKEHOUSE_INGEST_FORK_MIN_ROWS"
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def split_by_size(sizes: dict[str, int]) -> tuple[list[str], list[str]]:
@@ -46,10 +53,28 @@ def split_by_size(sizes: dict[str, int]) -> tuple[list[str], list[str]]:
 
 
 def fork_available() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods() and (os.cpu_count() or 1) > 1
+    return (os.environ.get(FORK_ENV, "1") != "0" and "fork" in multiprocessing.get_all_start_methods()
+            and (os.cpu_count() or 1) > 1)
 
 
-def _child(names: Sequence[str], work: Callable[[str], Any], conn) -> None:
+def _die_with(parent: int) -> None:
+    """Linux: have the kernel kill this child when the driver dies, even by SIGKILL.
+
+    Otherwise an orphaned writer could still hold a table's writer lock (or be committing)
+    when the restarted ingestion replays the batch. A child killed mid-commit leaves an
+    inflight instant, which the next writer rolls back, as after a killed driver.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: nothing to set
+        return
+    if os.getppid() != parent:  # the driver died before the setting took
+        os._exit(1)
+
+
+def _child(names: Sequence[str], work: Callable[[str], Any], conn, parent: int) -> None:
+    _die_with(parent)
     try:
         conn.send(("ok", [work(name) for name in names]))
     except BaseException as error:  # noqa: BLE001 - everything goes back to the driver
@@ -64,13 +89,15 @@ def run_shares(names: Sequence[str], sizes: dict[str, int], work: Callable[[str]
     With enough rows and two cores the work is split in two shares, one run in a forked
     child; otherwise everything runs here, in order.
     """
-    if sum(sizes.get(n, 0) for n in names) < MIN_ROWS_TO_FORK or len(names) < 2 or not fork_available():
+    min_rows = int(os.environ.get(FORK_MIN_ROWS_ENV, "") or MIN_ROWS_TO_FORK)
+    if sum(sizes.get(n, 0) for n in names) < min_rows or len(names) < 2 or not fork_available():
         return [work(name) for name in names]
     here, there = split_by_size({n: sizes.get(n, 0) for n in names})
     if not here or not there:
         return [work(name) for name in names]
     receive, send = multiprocessing.get_context("fork").Pipe(duplex=False)
-    child = multiprocessing.get_context("fork").Process(target=_child, args=(there, work, send), daemon=True)
+    child = multiprocessing.get_context("fork").Process(target=_child, args=(there, work, send, os.getpid()),
+                                                         daemon=True)
     child.start()
     send.close()
     try:

@@ -32,7 +32,9 @@ def _command(base: Path) -> list[str]:
 
 def _env(base: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env.update(LAKEHOUSE_HOME=str(base / "home"), PYTHONUNBUFFERED="1")
+    # every batch with two or more tables writes from two processes (ingestion.stream.forked_writes),
+    # so the kills also land while a forked writer is committing
+    env.update(LAKEHOUSE_HOME=str(base / "home"), PYTHONUNBUFFERED="1", LAKEHOUSE_INGEST_FORK_MIN_ROWS="1")
     return env
 
 

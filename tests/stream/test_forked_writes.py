@@ -90,3 +90,55 @@ def test_an_ingest_writing_from_two_processes_equals_the_oracle(tmp_path, spark,
     assert all(expected > 0 for expected, _, _ in report.values()), report
     assert {t: m for t, (_, _, m) in report.items() if m} == {}, report
     assert dead_letter_tuples_bronze(run.lake) == dead_letter_tuples_oracle(run.landing)
+
+
+DRIVER_KILLED_MID_WRITE = """
+import os, signal, sys, time
+from ingestion.stream import forked_writes
+
+driver = os.getpid()
+pid_file = sys.argv[1]
+
+def work(name):
+    if os.getpid() != driver:
+        with open(pid_file, "w") as handle:
+            handle.write(str(os.getpid()))
+        time.sleep(60)  # a long write in the child
+        return name
+    while not os.path.exists(pid_file):
+        time.sleep(0.01)
+    os.kill(driver, signal.SIGKILL)  # the driver dies mid-batch
+
+forked_writes.run_shares(["listing", "sale"], {"listing": 10**6, "sale": 10**6}, work)
+"""
+
+
+def test_the_writer_child_dies_with_a_killed_driver(tmp_path) -> None:
+    """No orphan keeps writing (or holding a table's lock) after the driver is SIGKILLed."""
+    import subprocess
+    import sys
+    import time
+
+    pid_file = tmp_path / "child.pid"
+    driver = subprocess.run([sys.executable, "-c", DRIVER_KILLED_MID_WRITE, str(pid_file)], timeout=60)
+    assert driver.returncode == -9
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(child):
+        time.sleep(0.05)
+    assert not _alive(child), f"writer child {child} outlived the driver"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_the_fork_can_be_switched_off(monkeypatch) -> None:
+    monkeypatch.setenv(forked_writes.FORK_ENV, "0")
+    names = ["a", "b"]
+    results = run_shares(names, dict.fromkeys(names, MIN_ROWS_TO_FORK), lambda name: os.getpid())
+    assert set(results) == {os.getpid()}
