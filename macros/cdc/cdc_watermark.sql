@@ -42,12 +42,20 @@
             {%- do properties.update({key: value}) -%}
         {%- endfor -%}
     {%- else -%}
-        {%- for row in run_query('show tblproperties ' ~ relation).rows -%}
-            {%- if row[0].startswith('lakehouse.') -%}
-                {%- do properties.update({row[0]: row[1]}) -%}
-            {%- endif -%}
-        {%- endfor -%}
+        {%- do properties.update(cdc_current_table_properties(relation)) -%}
     {%- endif -%}
+    {{ return(properties) }}
+{%- endmacro %}
+
+
+{#- The `lakehouse.*` table properties of `relation` as they are now (`show tblproperties`). -#}
+{% macro cdc_current_table_properties(relation) -%}
+    {%- set properties = {} -%}
+    {%- for row in run_query('show tblproperties ' ~ relation).rows -%}
+        {%- if row[0].startswith('lakehouse.') -%}
+            {%- do properties.update({row[0]: row[1]}) -%}
+        {%- endif -%}
+    {%- endfor -%}
     {{ return(properties) }}
 {%- endmacro %}
 
@@ -102,13 +110,8 @@
     {%- set source_node = graph.sources[source_ids[0]] -%}
     {%- set relation = api.Relation.create(
         database=source_node.database, schema=source_node.schema, identifier=source_node.identifier) -%}
-    {%- set instants = [] -%}
-    {%- for row in run_query('show tblproperties ' ~ relation).rows -%}
-        {%- if row[0] == 'lakehouse.synced_instant' and modules.re.match('^[0-9]+$', row[1]) -%}
-            {%- do instants.append(row[1]) -%}
-        {%- endif -%}
-    {%- endfor -%}
-    {{ return(instants[0] if instants else none) }}
+    {%- set instant = cdc_current_table_properties(relation).get('lakehouse.synced_instant', '') -%}
+    {{ return(instant if modules.re.match('^[0-9]+$', instant) else none) }}
 {%- endmacro %}
 
 

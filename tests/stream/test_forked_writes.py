@@ -40,32 +40,29 @@ def test_small_batches_stay_in_the_driver() -> None:
     assert set(results) == {os.getpid()}
 
 
-def test_a_failure_in_the_child_fails_the_batch_with_its_error() -> None:
+def _fail_with_error(name: str) -> None:
+    raise ValueError(f"disk full while writing {name}")
+
+
+def _die(name: str) -> None:
+    os._exit(3)
+
+
+@pytest.mark.parametrize(("child_does", "message"), [
+    (_fail_with_error, r"writing (listing|sale) in a forked writer failed: ValueError: disk full"),
+    (_die, "exited with code 3"),
+], ids=["error", "exit"])
+def test_a_failing_child_fails_the_batch(child_does, message: str) -> None:
     names = ["listing", "sale"]
-    sizes = dict.fromkeys(names, MIN_ROWS_TO_FORK)
     driver = os.getpid()
 
     def work(name: str) -> str:
         if os.getpid() != driver:
-            raise ValueError(f"disk full while writing {name}")
+            child_does(name)
         return name
 
-    with pytest.raises(RuntimeError, match=r"writing (listing|sale) in a forked writer failed: ValueError: disk full"):
-        run_shares(names, sizes, work)
-
-
-def test_a_child_that_dies_fails_the_batch() -> None:
-    names = ["listing", "sale"]
-    sizes = dict.fromkeys(names, MIN_ROWS_TO_FORK)
-    driver = os.getpid()
-
-    def work(name: str) -> str:
-        if os.getpid() != driver:
-            os._exit(3)
-        return name
-
-    with pytest.raises(RuntimeError, match="exited with code 3"):
-        run_shares(names, sizes, work)
+    with pytest.raises(RuntimeError, match=message):
+        run_shares(names, dict.fromkeys(names, MIN_ROWS_TO_FORK), work)
 
 
 def test_an_ingest_writing_from_two_processes_equals_the_oracle(tmp_path, spark, monkeypatch) -> None:
