@@ -77,6 +77,8 @@ _BLOCK_SIZE = 1 << 20
 _MAX_BRACKETS = 400
 #: The envelope keys that make Python treat a line as an envelope (never valid in a flattened line).
 _ENVELOPE_KEYS = ("op", "before", "after", "source", "payload", "schema")
+#: Top-level keys that betray a line of the other shape (or a schema wrapper) in a file read as one shape.
+_OTHER_SHAPE_KEYS = {"envelope": frozenset({"__op", "schema", "payload"}), "flattened": frozenset(_ENVELOPE_KEYS)}
 _SQLSERVER_LSN = r"^([0-9a-fA-F]{8}):([0-9a-fA-F]{8}):([0-9a-fA-F]{4})$"
 _BINLOG_INDEX = r"\.(?P<index>[0-9]{1,18})$"
 
@@ -126,6 +128,11 @@ class FastFileParser:
         if not self.enabled:
             outcome.fallback = list(range(len(lines)))
             return outcome
+        clean = self._read_clean(lines, content)
+        if clean is not None:
+            shape, table, indexes, outcome.tombstones = clean
+            self._convert(shape, table, indexes, delivery, outcome)
+            return outcome
         envelope, flattened = self._screen(lines, content, outcome)
         if not self.flattened_enabled:
             outcome.fallback.extend(flattened)
@@ -137,6 +144,37 @@ class FastFileParser:
                 self._read_group(shape, lines, group, whole, delivery, outcome)
         outcome.fallback.sort()
         return outcome
+
+    def _read_clean(self, lines: list[bytes], content: bytes) -> tuple[str, pa.Table, list[int], int] | None:
+        """(shape, table, line indexes, tombstones) of a file read whole when it provably needs no
+        screening; else None.
+
+        The common file: every line a shallow ``{...}`` object of the first line's shape or a
+        ``null`` tombstone, valid UTF-8, no schema wrapper. Rather than searching the bytes for what the
+        screening looks for (``NaN``/``Infinity`` tokens, ``"__op"``, wrappers: ~0.4 s of
+        CPU per 200 MB), the file is read and the table is checked instead: Arrow reads
+        ``NaN``/``Infinity`` only into floating-point fields (a read error anywhere else),
+        and a line of another shape or a wrapper adds its top-level keys as columns. Any
+        doubt sends the file to the line-by-line screening, which reads it again.
+        """
+        if not lines or lines[0].startswith(b'{"schema"') or not (content.isascii() or _is_utf8(content)):
+            return None
+        tombstones = lines.count(b"null")
+        ends = [line[:1] + line[-1:] for line in lines]
+        if ends.count(b"{}") + tombstones != len(lines) or max(map(len, lines)) >= _SHALLOW_LINE:
+            return None
+        indexes = [i for i, end in enumerate(ends) if end == b"{}"] if tombstones else list(range(len(lines)))
+        if not indexes:
+            return None
+        shape = "flattened" if b'"__op"' in lines[indexes[0]] else "envelope"
+        if shape == "flattened" and not self.flattened_enabled:
+            return None
+        objects = [lines[i] for i in indexes[:_SNIFF_LINES]]
+        data = b"\n".join([lines[i] for i in indexes]) if tombstones else content
+        table = _read(data, self._read_schema(shape, _sniff(objects, shape)), len(indexes))
+        if table is None or set(table.column_names) & _OTHER_SHAPE_KEYS[shape] or _has_non_finite(table):
+            return None
+        return shape, table, indexes, tombstones
 
     def _screen(self, lines: list[bytes], content: bytes, outcome: FileOutcome) -> tuple[list[int], list[int]]:
         """(envelope candidates, flattened candidates); tombstones counted, the rest to Python.
@@ -415,6 +453,22 @@ def _read(data: bytes, schema: pa.Schema, lines: int) -> pa.Table | None:
     except (pa.ArrowException, ValueError):
         return None
     return table if table.num_rows == lines else None
+
+
+def _has_non_finite(data: pa.Table | pa.ChunkedArray | pa.Array) -> bool:
+    """Whether any floating-point value, at any nesting depth, is NaN or infinite."""
+    if isinstance(data, pa.Table):
+        return any(_has_non_finite(column) for column in data.columns)
+    kind = data.type
+    if pa.types.is_floating(kind):
+        return not pc.all(pc.fill_null(pc.is_finite(data), True)).as_py()
+    if pa.types.is_struct(kind):
+        chunks = data.chunks if isinstance(data, pa.ChunkedArray) else [data]
+        return any(_has_non_finite(chunk.field(i)) for chunk in chunks for i in range(kind.num_fields))
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        chunks = data.chunks if isinstance(data, pa.ChunkedArray) else [data]
+        return any(_has_non_finite(chunk.flatten()) for chunk in chunks)
+    return False
 
 
 def _same_fields(struct_type: pa.DataType, names: tuple[str, ...]) -> bool:

@@ -345,6 +345,47 @@ def test_hand_written_flattened_edges():
         assert_same_as_python(SALE, [line])
 
 
+def _line(event: dict) -> bytes:
+    return json.dumps(event).encode()
+
+
+#: Files a whole-file read must not take at face value (``FastFileParser._read_clean``):
+#: Arrow accepts what Python rejects, or a line of another shape hides among the others.
+WHOLE_FILE_TRAPS = {
+    "NaN in an unknown source field": [_sale_envelope(**{"source.extra": float("nan")})],
+    "Infinity nested in a list": [_sale_envelope(**{"source.extra": {"a": [1.5, float("inf")]}})],
+    "-Infinity in the envelope": [_sale_envelope(**{"ts_ms": float("-inf")})],
+    "a flattened line among envelopes": [_flat_sale()],
+    "a schema-wrapped line after the first": [{"schema": {"type": "struct"}, "payload": _sale_envelope()}],
+    "a payload key": [{**_sale_envelope(), "payload": 1}],
+}
+
+
+@pytest.mark.parametrize("trap", sorted(WHOLE_FILE_TRAPS))
+def test_a_file_read_whole_gives_the_python_result(trap):
+    valid = [_sale_envelope(**{"after.salesid": n, "source.pos": n}) for n in range(1, 4)]
+    lines = [_line(valid[0]), *(_line(event) for event in WHOLE_FILE_TRAPS[trap]), _line(valid[1]), _line(valid[2])]
+    assert_same_as_python(SALE, lines)
+    flat = [_line(_flat_sale(salesid=n, __pos=n)) for n in range(1, 4)]
+    assert_same_as_python(SALE, [flat[0], *(_line(event) for event in WHOLE_FILE_TRAPS[trap]), *flat[1:]])
+
+
+def test_a_file_of_both_shapes_stays_on_the_fast_path():
+    envelopes = [_line(_sale_envelope(**{"after.salesid": n, "source.pos": n})) for n in range(1, 4)]
+    flat = [_line(_flat_sale(salesid=n, __pos=n)) for n in range(4, 7)]
+    for lines in ([envelopes[0], flat[0], envelopes[1]], [flat[1], envelopes[2], flat[2]]):
+        outcome, _ = assert_same_as_python(SALE, lines)
+        assert not outcome.fallback and sum(t.num_rows for t in outcome.tables) == 3
+
+
+def test_a_clean_file_with_tombstones_is_read_whole():
+    lines = [_line(_sale_envelope(**{"after.salesid": n, "source.pos": n})) for n in range(1, 4)]
+    lines = [lines[0], b"null", lines[1], b"null", lines[2]]
+    outcome, _ = assert_same_as_python(SALE, lines)
+    assert outcome.tombstones == 2 and not outcome.fallback
+    assert sum(t.num_rows for t in outcome.tables) == 3
+
+
 def _venue_line(**after) -> bytes:
     event = {"before": None, "after": {"venueid": 235, "venuename": "Arena", "venuecity": "NYC", "venuestate": "NY",
                                        "venueseats": 0, **after},
