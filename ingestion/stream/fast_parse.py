@@ -161,7 +161,9 @@ class FastFileParser:
             return None
         tombstones = lines.count(b"null")
         ends = [line[:1] + line[-1:] for line in lines]
-        if ends.count(b"{}") + tombstones != len(lines) or max(map(len, lines)) >= _SHALLOW_LINE:
+        if ends.count(b"{}") + tombstones != len(lines):
+            return None
+        if max(map(len, lines)) >= _SHALLOW_LINE and any(_maybe_deep(line) for line in lines):
             return None
         indexes = [i for i, end in enumerate(ends) if end == b"{}"] if tombstones else list(range(len(lines)))
         if not indexes:
@@ -197,8 +199,7 @@ class FastFileParser:
         if b"NaN" in content or b"Infinity" in content:
             rejected.update(i for i in candidates if b"NaN" in lines[i] or b"Infinity" in lines[i])
         if max(map(len, lines), default=0) >= _SHALLOW_LINE:
-            rejected.update(i for i in candidates if len(lines[i]) >= _SHALLOW_LINE
-                            and lines[i].count(b"{") + lines[i].count(b"[") >= _MAX_BRACKETS)
+            rejected.update(i for i in candidates if _maybe_deep(lines[i]))
         outcome.fallback.extend(sorted(rejected))
         if rejected:
             candidates = [i for i in candidates if i not in rejected]
@@ -391,6 +392,11 @@ def _supported(contract: TableContract) -> bool:
         if precision_scale and precision_scale[0] > 15:
             return False
     return True
+
+
+def _maybe_deep(line: bytes) -> bool:
+    """Whether a line might nest deep enough to hit Python's recursion limit (then Python decides)."""
+    return len(line) >= _SHALLOW_LINE and line.count(b"{") + line.count(b"[") >= _MAX_BRACKETS
 
 
 def _is_utf8(line: bytes) -> bool:

@@ -214,7 +214,7 @@ class LineParser:
             python = python.append_column(SEQ, pa.array(seq, pa.int64()))
             pieces = [_with_columns(piece, python.schema) for piece in pieces] + [python]
         merged = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
-        if len(pieces) > 1:
+        if len(pieces) > 1 and not _ascending(merged.column(SEQ)):
             merged = merged.take(pc.sort_indices(merged.column(SEQ)))
         return merged.column(SEQ)[0].as_py(), table, merged
 
@@ -253,6 +253,12 @@ def _with_columns(table: pa.Table, schema: pa.Schema) -> pa.Table:
         [table.column(f.name) if f.name in table.column_names else pa.nulls(table.num_rows, f.type) for f in schema],
         schema=schema,
     )
+
+
+def _ascending(values: pa.ChunkedArray) -> bool:
+    """Whether the (non-null) values are strictly ascending: pieces of files read whole arrive in line order."""
+    flat = values.combine_chunks()
+    return len(flat) < 2 or pc.all(pc.greater(flat[1:], flat[:-1])).as_py()
 
 
 def _safe_name(name: str) -> bool:
