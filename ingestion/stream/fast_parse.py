@@ -7,6 +7,11 @@ and edge cases stay exactly those of the Python parser.
 
 Per landing file (one topic = one table contract):
 
+0. **a clean file is read whole** (``_read_clean``): when every line is a shallow ``{...}``
+   object or a ``null`` tombstone, the bytes are valid UTF-8 and there is no schema
+   wrapper, the file is read in one go with the first line's shape and the *table* is
+   checked for what step 1 would search the bytes for (non-finite floats, top-level keys
+   of the other shape or of a wrapper); any doubt falls through to step 1;
 1. **screen** the lines with cheap byte checks: ``null`` is a tombstone; a candidate
    starts with ``{`` and ends with ``}``, is valid UTF-8, holds no ``NaN``/``Infinity``
    token (Python's decoder rejects them, Arrow's accepts them) and is not nested deep
