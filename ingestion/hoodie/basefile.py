@@ -107,8 +107,34 @@ def open_parquet_writer(path: Path, schema: pa.Schema, options: FileWriteOptions
     )
 
 
-def write_parquet_slice(rows: pa.Table, path: Path, options: FileWriteOptions) -> int:
+def tiered_row_groups(carried: list[int], newest: int, limit: int) -> list[int]:
+    """Row-group sizes of a rewritten file slice, oldest rows first.
+
+    The carried rows keep their row groups (in commit order) and the commit's new rows get
+    one of their own at the end. A group merges into the one before it while that one is not
+    more than twice its size, so every group is over twice the next one: at most
+    log2(rows) + 1 groups, the newest commits in the small ones, and no merge above ``limit``
+    rows. A reader of the last commits (``_hoodie_commit_time`` above the watermark of an
+    incremental dbt run, or Hudi's incremental query) skips the older groups by their
+    min/max statistics instead of decoding the whole file.
+    """
+    merged: list[int] = []
+    for size in [*carried, newest]:
+        if size <= 0:
+            continue
+        merged.append(size)
+        while len(merged) >= 2 and merged[-2] <= 2 * merged[-1] and merged[-2] + merged[-1] <= limit:
+            last = merged.pop()
+            merged[-1] += last
+    return merged
+
+
+def write_parquet_slice(rows: pa.Table, path: Path, options: FileWriteOptions,
+                        row_groups: list[int] | None = None) -> int:
     """Write ``rows`` (meta columns first, record keys filled) with Hudi's footer; return the byte size.
+
+    ``row_groups``: consecutive row-group sizes summing to the row count (default: groups of
+    ``options.row_group_rows``).
 
     Footer: ``hoodie_min_record_key``, ``hoodie_max_record_key``, the bloom filter of every record key
     (``org.apache.hudi.bloomfilter`` + ``hoodie_bloom_filter_type_code``), and ``parquet.avro.schema``.
@@ -127,7 +153,15 @@ def write_parquet_slice(rows: pa.Table, path: Path, options: FileWriteOptions) -
         metadata[b"hoodie_min_record_key"] = min_max["min"].as_py().encode()
         metadata[b"hoodie_max_record_key"] = min_max["max"].as_py().encode()
     rows = rows.replace_schema_metadata(None)
+    if row_groups is not None and sum(row_groups) != rows.num_rows:
+        raise ValueError(f"row groups {row_groups} do not add up to the {rows.num_rows} rows of {path.name}")
     with open_parquet_writer(path, rows.schema, options) as writer:
-        writer.write_table(rows, row_group_size=options.row_group_rows)
+        if row_groups and rows.num_rows:
+            offset = 0
+            for size in row_groups:
+                writer.write_table(rows.slice(offset, size), row_group_size=size)
+                offset += size
+        else:
+            writer.write_table(rows, row_group_size=options.row_group_rows)
         writer.add_key_value_metadata({k.decode(): v.decode() for k, v in metadata.items()})
     return path.stat().st_size

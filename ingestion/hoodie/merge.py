@@ -14,7 +14,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ingestion.hoodie.avro import META_FIELDS
-from ingestion.hoodie.basefile import FileWriteOptions, base_file_name, partition_dir, write_parquet_slice
+from ingestion.hoodie.basefile import (
+    FileWriteOptions,
+    base_file_name,
+    partition_dir,
+    tiered_row_groups,
+    write_parquet_slice,
+)
 from ingestion.hoodie.keys import RECORD_KEY
 from ingestion.hoodie.schema import IS_DELETED, conform
 
@@ -122,8 +128,12 @@ def write_bucket(incoming: pa.Table, plan: BucketPlan, ctx: WriteContext, task_i
         parts.insert(0, _with_meta(carried_meta, carried_data))
     rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     path = partition_dir(ctx.base_path, plan.partition_path) / name
+    groups = None
+    if old is not None:
+        groups = tiered_row_groups(_carried_row_groups(plan.base_file, keep_old), count,
+                                   ctx.file_options.row_group_rows)
     # A file group whose records were all deleted gets an empty slice, as Java Hudi writes it.
-    size = write_parquet_slice(rows, Path(path), ctx.file_options)
+    size = write_parquet_slice(rows, Path(path), ctx.file_options, groups)
     return {
         "partition_path": plan.partition_path,
         "file_id": plan.file_id,
@@ -135,6 +145,19 @@ def write_bucket(incoming: pa.Table, plan: BucketPlan, ctx: WriteContext, task_i
         "num_deletes": num_deletes,
         "size": size,
     }
+
+
+def _carried_row_groups(base_file: str, keep_old: pa.Array | None) -> list[int]:
+    """Rows each row group of ``base_file`` carries into the new slice (all, or those ``keep_old`` keeps)."""
+    metadata = pq.read_metadata(base_file)
+    sizes = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+    if keep_old is None:
+        return sizes
+    kept, offset = [], 0
+    for size in sizes:
+        kept.append(pc.sum(pc.cast(keep_old.slice(offset, size), pa.int64())).as_py() or 0)
+        offset += size
+    return kept
 
 
 def _with_meta(meta: dict[str, pa.Array], data: pa.Table) -> pa.Table:

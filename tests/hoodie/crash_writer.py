@@ -43,8 +43,8 @@ def install(point: str) -> None:
         if point == "after_complete" and instant.state == COMPLETED:
             _die()
 
-    def slice_write(rows, path, options):
-        size = original_slice(rows, path, options)
+    def slice_write(rows, path, options, row_groups=None):
+        size = original_slice(rows, path, options, row_groups)
         written.append(path)
         if point == "during_files" and len(written) == 1:
             _die()
