@@ -80,7 +80,8 @@ def write_bucket(incoming: pa.Table, plan: BucketPlan, ctx: WriteContext, task_i
     """Merge ``incoming`` (already deduplicated by key) into ``plan``'s file group; return its write stat."""
     deleted = _deleted_mask(incoming, ctx.operation)
     incoming_keys = incoming.column(RECORD_KEY).combine_chunks()
-    old = pq.read_table(plan.base_file) if plan.base_file else None
+    old_file = pq.ParquetFile(plan.base_file) if plan.base_file else None
+    old = old_file.read() if old_file is not None else None
     keep_old = None
     beaten = pa.array([False] * incoming.num_rows, pa.bool_())
     updated = pa.array([False] * incoming.num_rows, pa.bool_())
@@ -129,8 +130,8 @@ def write_bucket(incoming: pa.Table, plan: BucketPlan, ctx: WriteContext, task_i
     rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     path = partition_dir(ctx.base_path, plan.partition_path) / name
     groups = None
-    if old is not None:
-        groups = tiered_row_groups(_carried_row_groups(plan.base_file, keep_old), count,
+    if old_file is not None:
+        groups = tiered_row_groups(_carried_row_groups(old_file.metadata, keep_old), count,
                                    ctx.file_options.row_group_rows)
     # A file group whose records were all deleted gets an empty slice, as Java Hudi writes it.
     size = write_parquet_slice(rows, Path(path), ctx.file_options, groups)
@@ -147,9 +148,8 @@ def write_bucket(incoming: pa.Table, plan: BucketPlan, ctx: WriteContext, task_i
     }
 
 
-def _carried_row_groups(base_file: str, keep_old: pa.Array | None) -> list[int]:
-    """Rows each row group of ``base_file`` carries into the new slice (all, or those ``keep_old`` keeps)."""
-    metadata = pq.read_metadata(base_file)
+def _carried_row_groups(metadata: pq.FileMetaData, keep_old: pa.Array | None) -> list[int]:
+    """Rows each row group of the old base file carries into the new slice (all, or those ``keep_old`` keeps)."""
     sizes = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
     if keep_old is None:
         return sizes

@@ -256,7 +256,7 @@ def _with_columns(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def _ascending(values: pa.ChunkedArray) -> bool:
-    """Whether the (non-null) values are strictly ascending: pieces of files read whole arrive in line order."""
+    """Whether the line numbers are strictly ascending (pieces of files read whole arrive in line order)."""
     flat = values.combine_chunks()
     return len(flat) < 2 or pc.all(pc.greater(flat[1:], flat[:-1])).as_py()
 
