@@ -18,12 +18,15 @@
 
 {#-
   The `lakehouse.*` table properties of `relation` as a dict of strings, read without a
-  statement from the `information` dbt's relation cache holds for it (the output of the
-  run's `show table extended`, taken before any model of the run started), or with
-  `show tblproperties` when the cache has no information on it; {} when the relation
-  does not exist (or was dropped during this run, e.g. by a full refresh).
+  statement from the `information` dbt's relation cache holds for it (the output of a
+  `show table extended` of its schema: for the run's own schemas taken before any model
+  started; for another schema, such as bronze, taken by the first lookup of the run,
+  which dbt then caches), or with `show tblproperties` when the cache has no information
+  on it; {} when the relation does not exist (or was dropped during this run, e.g. by a
+  full refresh).
   A cached value is never newer than the table's: for a watermark that can only mean
-  re-reading bronze commits, which the dedupe (by source position) makes harmless.
+  re-reading bronze commits, which the dedupe (by source position) makes harmless; for
+  a synced instant, a window that ends earlier, the rest of which the next run reads.
 -#}
 {% macro cdc_table_properties(relation) -%}
     {%- set properties = {} -%}
@@ -96,7 +99,11 @@
   A bronze view shows exactly the commits up to its synced instant, and a Hudi table's
   instants grow monotonically, so "commits in (watermark, synced instant]" is a complete,
   fixed window: a sync that lands while the run is under way only adds commits above it,
-  which the next run reads. Read with `show tblproperties` (a metastore call, no job).
+  which the next run reads. Read from dbt's relation cache (cdc_table_properties): the
+  first model that asks lists the bronze schema once (`show table extended`, no job) and
+  dbt caches every bronze view with its properties for the rest of the run, so seven
+  state models cost one listing, not seven `show tblproperties`. The instant is then the
+  one synced when the run started; a sync that lands later is read by the next run.
 -#}
 {% macro cdc_source_instant() -%}
     {#- unit tests have no graph: they test the window through an override of this macro -#}
@@ -110,7 +117,7 @@
     {%- set source_node = graph.sources[source_ids[0]] -%}
     {%- set relation = api.Relation.create(
         database=source_node.database, schema=source_node.schema, identifier=source_node.identifier) -%}
-    {%- set instant = cdc_current_table_properties(relation).get('lakehouse.synced_instant', '') -%}
+    {%- set instant = cdc_table_properties(relation).get('lakehouse.synced_instant', '') -%}
     {{ return(instant if modules.re.match('^[0-9]+$', instant) else none) }}
 {%- endmacro %}
 
@@ -218,4 +225,34 @@
         {{ return(compacted_rows) }}
     {%- endif -%}
     {{ return(base_rows) }}
+{%- endmacro %}
+
+
+{#-
+  on-run-start hook: puts the bronze views in dbt's relation cache with one listing
+  (`show table extended in <bronze schema>`), before any model starts, when the run
+  builds CDC state models incrementally. Each such model reads its bronze source's synced
+  instant from the cache (cdc_source_instant); without this hook the first models of the
+  run list the bronze schema concurrently, each on its own connection. Renders nothing,
+  so dbt runs no statement for the hook itself.
+-#}
+{% macro cdc_cache_sources() -%}
+    {%- if execute and not flags.FULL_REFRESH -%}
+        {%- set listed = [] -%}
+        {%- for unique_id in selected_resources -%}
+            {%- set node = graph.nodes.get(unique_id) -%}
+            {%- if node is not none and node.config.materialized == 'cdc_state' -%}
+                {%- for source_id in cdc_upstream_sources(unique_id) -%}
+                    {%- set source_node = graph.sources[source_id] -%}
+                    {%- set schema_key = (source_node.database, source_node.schema) -%}
+                    {%- if schema_key not in listed -%}
+                        {%- do listed.append(schema_key) -%}
+                        {%- do adapter.get_relation(database=source_node.database,
+                                                    schema=source_node.schema,
+                                                    identifier=source_node.identifier) -%}
+                    {%- endif -%}
+                {%- endfor -%}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- endif -%}
 {%- endmacro %}

@@ -149,6 +149,27 @@ def test_the_window_stops_at_the_synced_instant(lakehouse: DbtLakehouse) -> None
     assert lakehouse.silver_differences(("sale",)) == {}
 
 
+def test_an_incremental_run_lists_bronze_once(lakehouse: DbtLakehouse) -> None:
+    """The synced instants of every state model's bronze view come from one listing at run start."""
+    lakehouse.dbt.run("run", "-s", "+sales", "+users", "+venues")
+    _change_sale(lakehouse, 1)
+    lakehouse.dbt.run("run", "-s", "sales_cdc_state", "users_cdc_state", "venues_cdc_state")
+    log = _run_log(lakehouse)
+    listing = re.compile(r"^\s*show table extended in bronze like", re.MULTILINE)
+    assert len(listing.findall(log)) == 1, log
+    assert "show tblproperties bronze." not in log
+    assert log.index("on-run-start") < log.index("Began running node")  # before any model
+    sale_commit = dict(lakehouse.sql("show tblproperties bronze.sale"))["lakehouse.synced_instant"]
+    assert dict(lakehouse.sql("show tblproperties silver.sales_cdc_state"))["lakehouse.cdc_watermark"] == sale_commit
+    assert lakehouse.silver_differences(("sale", "user", "venue")) == {}
+
+
+def test_a_full_refresh_does_not_list_bronze(lakehouse: DbtLakehouse) -> None:
+    """No window is read in a full refresh, so the on-run-start hook lists nothing."""
+    lakehouse.dbt.run("run", "-s", "+sales", "--full-refresh")
+    assert "show table extended in bronze" not in _run_log(lakehouse)
+
+
 def test_bronze_without_a_synced_instant_is_read_from_the_watermark_on(lakehouse: DbtLakehouse) -> None:
     """A bronze relation without `lakehouse.synced_instant` (not synced by the ingestion): no window, same result."""
     lakehouse.dbt.run("run", "-s", "+sales")
