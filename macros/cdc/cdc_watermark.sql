@@ -231,7 +231,8 @@
 {#-
   on-run-start hook: puts the bronze views in dbt's relation cache with one listing
   (`show table extended in <bronze schema>`), before any model starts, when the run
-  builds CDC state models incrementally. Each such model reads its bronze source's synced
+  builds CDC state models (tag `cdc_state`: cdc_state on parquet, incremental on hudi)
+  incrementally. Each such model reads its bronze source's synced
   instant from the cache (cdc_source_instant); without this hook the first models of the
   run list the bronze schema concurrently, each on its own connection. Renders nothing,
   so dbt runs no statement for the hook itself.
@@ -241,7 +242,7 @@
         {%- set listed = [] -%}
         {%- for unique_id in selected_resources -%}
             {%- set node = graph.nodes.get(unique_id) -%}
-            {%- if node is not none and node.config.materialized == 'cdc_state' -%}
+            {%- if node is not none and 'cdc_state' in node.tags -%}
                 {%- for source_id in cdc_upstream_sources(unique_id) -%}
                     {%- set source_node = graph.sources[source_id] -%}
                     {%- set schema_key = (source_node.database, source_node.schema) -%}
