@@ -19,9 +19,9 @@
 {#-
   The `lakehouse.*` table properties of `relation` as a dict of strings, read without a
   statement from the `information` dbt's relation cache holds for it (the output of a
-  `show table extended` of its schema: for the run's own schemas taken before any model
-  started; for another schema, such as bronze, taken by the first lookup of the run,
-  which dbt then caches), or with `show tblproperties` when the cache has no information
+  `show table extended` of its schema: for the run's own schemas taken by dbt before any
+  model started; for bronze by the on-run-start hook cdc_cache_sources, or else by the
+  run's first lookup, which dbt then caches), or with `show tblproperties` when the cache has no information
   on it; {} when the relation does not exist (or was dropped during this run, e.g. by a
   full refresh).
   A cached value is never newer than the table's: for a watermark that can only mean
@@ -99,11 +99,11 @@
   A bronze view shows exactly the commits up to its synced instant, and a Hudi table's
   instants grow monotonically, so "commits in (watermark, synced instant]" is a complete,
   fixed window: a sync that lands while the run is under way only adds commits above it,
-  which the next run reads. Read from dbt's relation cache (cdc_table_properties): the
-  first model that asks lists the bronze schema once (`show table extended`, no job) and
-  dbt caches every bronze view with its properties for the rest of the run, so seven
-  state models cost one listing, not seven `show tblproperties`. The instant is then the
-  one synced when the run started; a sync that lands later is read by the next run.
+  which the next run reads. Read from dbt's relation cache (cdc_table_properties), which
+  the on-run-start hook cdc_cache_sources fills with one listing of the bronze schema
+  (`show table extended`, no job), so seven state models cost one listing, not seven
+  `show tblproperties`. The instant is then the one synced when the run started; a sync
+  that lands later is read by the next run.
 -#}
 {% macro cdc_source_instant() -%}
     {#- unit tests have no graph: they test the window through an override of this macro -#}
