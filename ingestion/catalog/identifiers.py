@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,127}$")
-_PROPERTY_VALUE = re.compile(r"^[A-Za-z0-9_.:/=+ -]{0,512}$")
-_TYPE = re.compile(r"^(int|bigint|string|double|boolean|date|timestamp|decimal\(\d{1,2},\d{1,2}\))$")
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,127}\Z")
+_PROPERTY_VALUE = re.compile(r"^[A-Za-z0-9_.:/=+ -]{0,512}\Z")
+_TYPE = re.compile(r"^(int|bigint|string|double|boolean|date|timestamp|decimal\(\d{1,2},\d{1,2}\))\Z")
 _FORBIDDEN_IN_PATH = ("`", "\n", "\r", "\0", "'", "\\")
 
 

@@ -40,8 +40,8 @@ BRONZE_PARTITION_COLUMN = "_cdc_source_date"
 BRONZE_ORDERING_COLUMN = "_cdc_position"
 
 CONNECTORS = ("mysql", "postgres", "sqlserver")
-_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-_TYPE = re.compile(r"^(int|bigint|string|double|boolean|date|timestamp|decimal\(\d+,\d+\))$")
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}\Z")
+_TYPE = re.compile(r"^(int|bigint|string|double|boolean|date|timestamp|decimal\(\d+,\d+\))\Z")
 
 
 class ContractError(ValueError):

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 
 OFFSET_DIGITS = 10
-_FILE_NAME = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)\+(?P<partition>\d+)\+(?P<offset>\d{10})\.json$")
-_DAILY_DIRS = re.compile(r"^year=\d{4}/month=\d{2}/day=\d{2}$")
+_FILE_NAME = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)\+(?P<partition>\d+)\+(?P<offset>\d{10})\.json\Z")
+_DAILY_DIRS = re.compile(r"^year=\d{4}/month=\d{2}/day=\d{2}\Z")
 
 
 class LandingPathError(ValueError):

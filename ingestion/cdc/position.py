@@ -58,7 +58,7 @@ POSITION_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 _MAX_NUMBER = 10**PART_WIDTH - 1
-_SQLSERVER_LSN = re.compile(r"^([0-9a-fA-F]{8}):([0-9a-fA-F]{8}):([0-9a-fA-F]{4})$")
+_SQLSERVER_LSN = re.compile(r"^([0-9a-fA-F]{8}):([0-9a-fA-F]{8}):([0-9a-fA-F]{4})\Z")
 _BINLOG_INDEX = re.compile(r"\.(\d+)$")
 
 

@@ -50,11 +50,11 @@ ZONED_TIMESTAMP = "io.debezium.time.ZonedTimestamp"
 CONNECT_DECIMAL = "org.apache.kafka.connect.data.Decimal"
 VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
 
-_DECIMAL_TYPE = re.compile(r"^decimal\((\d+),(\d+)\)$")
+_DECIMAL_TYPE = re.compile(r"^decimal\((\d+),(\d+)\)\Z")
 _INT_RANGES = {"int": (-(2**31), 2**31 - 1), "bigint": (-(2**63), 2**63 - 1)}
 _UNIT_DIVISOR = {"ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
-_TICKIT_TIME = re.compile(r"^(\d{1,2})/(\d{1,2})/(\d{4}) (\d{1,2}):(\d{2}):(\d{2})$")
-_DECIMAL_TEXT = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_TICKIT_TIME = re.compile(r"^(\d{1,2})/(\d{1,2})/(\d{4}) (\d{1,2}):(\d{2}):(\d{2})\Z")
+_DECIMAL_TEXT = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\Z")
 
 # Kafka Connect schema types each contract type accepts (schema-wrapped events only).
 _COMPATIBLE_SCHEMA_TYPES = {

@@ -19,7 +19,7 @@ from ingestion.hoodie.bloom import BLOOM_TYPE_CODE, DynamicBloomFilter
 from ingestion.hoodie.timeline import write_atomically
 
 PARTITION_METAFILE = ".hoodie_partition_metadata"
-_BASE_FILE = re.compile(r"^(?P<file_id>.+)_(?P<token>\d+-\d+-\d+)_(?P<instant>\d{17})\.parquet$")
+_BASE_FILE = re.compile(r"^(?P<file_id>.+)_(?P<token>\d+-\d+-\d+)_(?P<instant>\d{17})\.parquet\Z")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any
 from ingestion.hoodie.errors import HoodieError
 
 INSTANT_FORMAT = "%Y%m%d%H%M%S"
-_INSTANT_FILE = re.compile(r"^(\d{17})\.([a-z]+)(?:\.(requested|inflight))?$")
+_INSTANT_FILE = re.compile(r"^(\d{17})\.([a-z]+)(?:\.(requested|inflight))?\Z")
 COMMIT_ACTIONS = ("commit", "replacecommit")
 REQUESTED, INFLIGHT, COMPLETED = "REQUESTED", "INFLIGHT", "COMPLETED"
 #: Parsed completed-commit metadata, process-wide (commit files are immutable once complete).

@@ -29,7 +29,7 @@ DEFAULT_JOBS_FILE = PROJECT_DIR / "jobs.yml"
 STEP_KINDS = ("dbt", "lakehouse", "command")
 #: dbt subcommands whose failed runs ``dbt retry`` can resume from the failure point.
 DBT_RETRYABLE_COMMANDS = frozenset({"build", "run", "test", "seed", "snapshot", "compile", "run-operation"})
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 _JOB_KEYS = {
     "name", "description", "cron", "timezone", "timeout_minutes", "retries", "backoff_seconds",
     "backoff_max_seconds", "alert_on_stale_sources", "steps", "enabled", "stall_timeout_minutes",

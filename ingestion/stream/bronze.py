@@ -28,7 +28,7 @@ DEAD_LETTER_KEY = "dead_letter_id"
 #: Dead-letter table columns: the key, then the parser's dead-letter row columns.
 DEAD_LETTER_TABLE_COLUMNS: tuple[tuple[str, str], ...] = ((DEAD_LETTER_KEY, "string"), *DEAD_LETTER_COLUMNS)
 
-_DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)$")
+_DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)\Z")
 _ARROW_TYPES = {
     "int": pa.int32(),
     "bigint": pa.int64(),

@@ -33,6 +33,7 @@ HOSTILE_NAMES = [
     "sale'",
     'sale"',
     "sale\nDROP DATABASE bronze",
+    "sale\n",  # `$` would match before a trailing newline
     "sale/*comment*/",
     "sale--",
     "Sale",  # upper case would silently alias another table
@@ -46,7 +47,7 @@ HOSTILE_NAMES = [
 ]
 
 #: The only shape a quoted identifier may ever have (an independent restatement of the rule).
-_SAFE_QUOTED = re.compile(r"^`[a-z_][a-z0-9_]*`$")
+_SAFE_QUOTED = re.compile(r"^`[a-z_][a-z0-9_]*`\Z")
 
 
 class RecordingCatalog:
@@ -98,7 +99,7 @@ def test_quote_path_refuses_quotes_and_control_characters(path: str) -> None:
         quote_path(path)
 
 
-@pytest.mark.parametrize("value", ["x'; DROP DATABASE bronze CASCADE; --", "a\nb", "a`b", "a)b"])
+@pytest.mark.parametrize("value", ["x'; DROP DATABASE bronze CASCADE; --", "a\nb", "a\n", "a`b", "a)b"])
 def test_quote_property_value_refuses_quote_characters(value: str) -> None:
     with pytest.raises(IdentifierError):
         quote_property_value(value)
