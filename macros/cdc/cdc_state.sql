@@ -136,15 +136,31 @@ from latest
   the one with the larger (cdc_position, bronze_commit_time), the order of the dedupe.
   The two anti joins are complementary, so exactly one row per key is kept.
 
+  Each anti join's right side is small, so Spark broadcasts it and scans the base layer
+  without a shuffle: the delta layer itself, and the base rows of the keys the delta
+  holds (a semi join against the broadcast delta). Anti-joining the delta against the
+  whole base layer instead made Spark broadcast (or shuffle) every base row on every read
+  of a silver view, even with an empty delta: ~0.25 s of each ~0.7 s read at scale 1.0.
+
   state     the state relation (ref)
 -#}
 {% macro cdc_current_state(state) -%}
     select delta_rows.*
     from {{ state }} as delta_rows
-    left anti join {{ state }} as base_rows
+    left anti join (
+        select
+            base_candidates.state_key,
+            base_candidates.cdc_position,
+            base_candidates.bronze_commit_time
+        from {{ state }} as base_candidates
+        left semi join {{ state }} as delta_keys
+            on
+                base_candidates.state_key = delta_keys.state_key
+                and delta_keys.state_layer = 'delta'
+        where base_candidates.state_layer = 'base'
+    ) as base_rows
         on
             delta_rows.state_key = base_rows.state_key
-            and base_rows.state_layer = 'base'
             and (
                 base_rows.cdc_position > delta_rows.cdc_position
                 or (
