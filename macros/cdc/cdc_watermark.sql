@@ -21,9 +21,9 @@
   statement from the `information` dbt's relation cache holds for it (the output of a
   `show table extended` of its schema: for the run's own schemas taken by dbt before any
   model started; for bronze by the on-run-start hook cdc_cache_sources, or else by the
-  run's first lookup, which dbt then caches), or with `show tblproperties` when the cache has no information
-  on it; {} when the relation does not exist (or was dropped during this run, e.g. by a
-  full refresh).
+  run's first lookup, which dbt then caches), or with `show tblproperties` when the cache
+  has no information on it; {} when the relation does not exist (or was dropped during
+  this run, e.g. by a full refresh).
   A cached value is never newer than the table's: for a watermark that can only mean
   re-reading bronze commits, which the dedupe (by source position) makes harmless; for
   a synced instant, a window that ends earlier, the rest of which the next run reads.
@@ -69,7 +69,7 @@
         {{ return("''") }}
     {%- endif -%}
     {%- set watermark = cdc_table_properties(relation).get(cdc_watermark_property(), '') -%}
-    {%- if not modules.re.match('^[0-9]*$', watermark) -%}
+    {%- if not modules.re.fullmatch('[0-9]*', watermark) -%}
         {%- do exceptions.raise_compiler_error(
             relation ~ ": table property " ~ cdc_watermark_property() ~ " is not a Hudi instant: " ~ watermark) -%}
     {%- endif -%}
@@ -118,7 +118,7 @@
     {%- set relation = api.Relation.create(
         database=source_node.database, schema=source_node.schema, identifier=source_node.identifier) -%}
     {%- set instant = cdc_table_properties(relation).get('lakehouse.synced_instant', '') -%}
-    {{ return(instant if modules.re.match('^[0-9]+$', instant) else none) }}
+    {{ return(instant if modules.re.fullmatch('[0-9]+', instant) else none) }}
 {%- endmacro %}
 
 
