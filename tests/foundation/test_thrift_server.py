@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -140,3 +141,36 @@ def test_many_sessions_open_and_close_concurrently(thrift_server):
     assert not pending, f"{len(pending)} of 40 sessions did not finish within 120 s"
     assert sorted(f.result()[0][0] for f in done) == list(range(40))
     assert thrift_server.sql("SELECT 1") == [(1,)]
+
+
+def loaded_classes(pid: int, jcmd: str) -> int:
+    """Classes the JVM ``pid`` has loaded so far (its perf counter, read with the JDK's jcmd)."""
+    out = subprocess.run([jcmd, str(pid), "PerfCounter.print"], capture_output=True, text=True, check=True).stdout
+    return int(next(line for line in out.splitlines() if line.startswith("java.cls.loadedClasses=")).split("=")[1])
+
+
+def test_server_reuses_generated_code_after_many_other_statements(thrift_server):
+    """Spark caches the classes it generates per query in 100 entries by default, too few for
+    one dbt build; the server keeps thrift.CODEGEN_CACHE_ENTRIES, so a statement that ran
+    before, followed by more than 100 different ones, runs again without generating (and
+    loading) new classes."""
+    jcmd = shutil.which("jcmd")
+    if jcmd is None:
+        pytest.skip("jcmd (JDK) not installed: cannot read the server's class-loading counter")
+    pid = thrift_server.pid()
+    # an int literal is written into the generated code, so each statement has its own classes
+    statements = [f"SELECT sum(id * {k}) FROM range(10)" for k in range(7_001, 7_131)]
+    with thrift.connect(thrift_server.host, thrift_server.port) as conn:
+        cursor = conn.cursor()
+
+        def run(batch: list[str]) -> int:
+            before = loaded_classes(pid, jcmd)
+            for statement in batch:
+                cursor.execute(statement)
+                cursor.fetchall()
+            return loaded_classes(pid, jcmd) - before
+
+        first = run(statements)
+        again = run(statements[:10])
+    assert first >= len(statements), f"the statements generated only {first} classes: the check proves nothing"
+    assert again < 5, f"running 10 earlier statements again loaded {again} classes: their generated code was evicted"
