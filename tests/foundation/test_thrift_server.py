@@ -153,7 +153,8 @@ def test_server_reuses_generated_code_after_many_other_statements(thrift_server)
     """Spark caches the classes it generates per query in 100 entries by default, too few for
     one dbt build; the server keeps thrift.CODEGEN_CACHE_ENTRIES, so a statement that ran
     before, followed by more than 100 different ones, runs again without generating (and
-    loading) new classes."""
+    loading) new classes. (Evicted, each would load its classes again: at least one per
+    statement, as the first pass shows; a few classes may load for unrelated reasons.)"""
     jcmd = shutil.which("jcmd")
     if jcmd is None:
         pytest.skip("jcmd (JDK) not installed: cannot read the server's class-loading counter")
@@ -171,6 +172,9 @@ def test_server_reuses_generated_code_after_many_other_statements(thrift_server)
             return loaded_classes(pid, jcmd) - before
 
         first = run(statements)
-        again = run(statements[:10])
+        repeats = statements[:30]
+        again = run(repeats)
     assert first >= len(statements), f"the statements generated only {first} classes: the check proves nothing"
-    assert again < 5, f"running 10 earlier statements again loaded {again} classes: their generated code was evicted"
+    assert again < len(repeats), (
+        f"running {len(repeats)} earlier statements again loaded {again} classes: their generated code was evicted"
+    )
