@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 
 from ingestion import thrift
 from tests.conftest import free_port, settings_for
+from tests.foundation.jvm_counters import PerfDataError, read_perf_counters
 
 LAKEHOUSE = str(Path(sys.executable).parent / "lakehouse")
 
@@ -143,10 +143,9 @@ def test_many_sessions_open_and_close_concurrently(thrift_server):
     assert thrift_server.sql("SELECT 1") == [(1,)]
 
 
-def loaded_classes(pid: int, jcmd: str) -> int:
-    """Classes the JVM ``pid`` has loaded so far (its perf counter, read with the JDK's jcmd)."""
-    out = subprocess.run([jcmd, str(pid), "PerfCounter.print"], capture_output=True, text=True, check=True).stdout
-    return int(next(line for line in out.splitlines() if line.startswith("java.cls.loadedClasses=")).split("=")[1])
+def loaded_classes(pid: int) -> int:
+    """Classes the JVM ``pid`` has loaded so far (its perf counter, read from its hsperfdata file)."""
+    return int(read_perf_counters(pid)["java.cls.loadedClasses"])
 
 
 def test_server_reuses_generated_code_after_many_other_statements(thrift_server):
@@ -155,21 +154,22 @@ def test_server_reuses_generated_code_after_many_other_statements(thrift_server)
     before, followed by more than 100 different ones, runs again without generating (and
     loading) new classes. (Evicted, each would load its classes again: at least one per
     statement, as the first pass shows; a few classes may load for unrelated reasons.)"""
-    jcmd = shutil.which("jcmd")
-    if jcmd is None:
-        pytest.skip("jcmd (JDK) not installed: cannot read the server's class-loading counter")
     pid = thrift_server.pid()
+    try:
+        loaded_classes(pid)
+    except PerfDataError as error:  # a JVM started with -XX:-UsePerfData, or /tmp not shared
+        pytest.skip(f"cannot read the server's class-loading counter: {error}")
     # an int literal is written into the generated code, so each statement has its own classes
     statements = [f"SELECT sum(id * {k}) FROM range(10)" for k in range(7_001, 7_131)]
     with thrift.connect(thrift_server.host, thrift_server.port) as conn:
         cursor = conn.cursor()
 
         def run(batch: list[str]) -> int:
-            before = loaded_classes(pid, jcmd)
+            before = loaded_classes(pid)
             for statement in batch:
                 cursor.execute(statement)
                 cursor.fetchall()
-            return loaded_classes(pid, jcmd) - before
+            return loaded_classes(pid) - before
 
         first = run(statements)
         repeats = statements[:30]
