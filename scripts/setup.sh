@@ -47,9 +47,13 @@ if [ "${LAKEHOUSE_SKIP_BROWSER:-0}" != 1 ]; then
 fi
 
 # 3. Python virtual environment with the pinned dependencies.
+# The distribution's interpreter comes first: Debian builds CPython with profile-guided and
+# link-time optimisation and links libpython statically, while a self-built one (pyenv's
+# default: no --enable-optimizations, a shared libpython) runs dbt's Python ~15-25% slower:
+# ~0.5 s per dbt command here (docs/performance.md, "dbt, session 9"). PYTHON=... overrides.
 PY="${PYTHON:-}"
 if [ -z "$PY" ]; then
-  for candidate in python3.11 python3; do
+  for candidate in /usr/bin/python3.11 python3.11 python3; do
     if command -v "$candidate" >/dev/null 2>&1; then PY="$candidate"; break; fi
   done
 fi
@@ -58,8 +62,13 @@ fi
   || die "$PY is $("$PY" --version 2>&1); Python >= 3.11 is required"
 if [ ! -x .venv/bin/python ]; then
   say "creating .venv with $PY"
-  "$PY" -m venv .venv || apt_install python3-venv
-  [ -x .venv/bin/python ] || "$PY" -m venv .venv
+  if ! "$PY" -m venv .venv; then
+    # Debian's interpreter ships venv's pip bootstrap separately; a failed attempt leaves a
+    # .venv without pip behind, so start again once it is installed
+    rm -rf .venv
+    apt_install python3-venv
+    "$PY" -m venv .venv || { rm -rf .venv; die "$PY -m venv .venv failed"; }
+  fi
 fi
 
 stamp=.venv/.lakehouse-installed
