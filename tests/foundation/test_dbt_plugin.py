@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import io
+import json
 import os
 import subprocess
 import sys
@@ -14,36 +16,61 @@ import pytest
 from ingestion.config import PROJECT_DIR
 
 # Runs a dbt command in-process, as the `dbt` console script does, and prints how many
-# objects are frozen once everything else (the plugin's own exit freeze included) has run.
-DBT_WITH_FREEZE_REPORT = textwrap.dedent("""
+# objects are frozen once everything else (the plugin's own exit freeze included) has run,
+# and which module's write_json wrote dbt's artifacts.
+DBT_WITH_PLUGIN_REPORT = textwrap.dedent("""
     import atexit, gc, sys
     atexit.register(lambda: print(f"FROZEN={gc.get_freeze_count()}"))  # runs last (LIFO)
     from dbt.cli.main import cli
     sys.argv = [sys.argv[1]] + sys.argv[2:]
-    cli()
+    try:
+        cli()
+    finally:
+        import dbt.artifacts.schemas.base
+        print(f"WRITER={dbt.artifacts.schemas.base.write_json.__module__}")
 """)
+SWITCHES = ("LAKEHOUSE_DBT_GC_FREEZE", "LAKEHOUSE_DBT_FAST_JSON")
 
 
-def frozen_after_dbt(program: str, *args: str, switch: str | None = None) -> int:
+def dbt_with_plugin(program: str, *args: str, **switches: str) -> tuple[int, str]:
+    """(objects frozen at exit, module of the artifact writer) after `program args` in-process."""
     env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DBT_PROFILES_DIR": str(PROJECT_DIR / "profiles")}
-    env.pop("LAKEHOUSE_DBT_GC_FREEZE", None)
-    if switch is not None:
-        env["LAKEHOUSE_DBT_GC_FREEZE"] = switch
+    for name in SWITCHES:
+        env.pop(name, None)
+    env.update(switches)
     result = subprocess.run(
-        [sys.executable, "-c", DBT_WITH_FREEZE_REPORT, program, *args],
+        [sys.executable, "-c", DBT_WITH_PLUGIN_REPORT, program, *args],
         capture_output=True, text=True, env=env, cwd=PROJECT_DIR, timeout=300,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    [line] = [line for line in result.stdout.splitlines() if line.startswith("FROZEN=")]
-    return int(line.removeprefix("FROZEN="))
+    report = dict(line.split("=", 1) for line in result.stdout.splitlines() if line.startswith(("FROZEN=", "WRITER=")))
+    return int(report["FROZEN"]), report["WRITER"]
 
 
-def test_a_dbt_command_of_the_project_runs_with_its_objects_frozen(tmp_path: Path) -> None:
+def test_a_dbt_command_of_the_project_runs_with_the_plugin(tmp_path: Path) -> None:
     target = ["--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path / "logs")]
-    assert frozen_after_dbt("dbt", "ls", "-s", "tag:silver", "-q", *target) > 50_000
-    # the same command with the switch off, or not as the dbt program: nothing frozen
-    assert frozen_after_dbt("dbt", "ls", "-s", "tag:silver", "-q", *target, switch="0") == 0
-    assert frozen_after_dbt("my-service", "ls", "-s", "tag:silver", "-q", *target) == 0
+    frozen, writer = dbt_with_plugin("dbt", "ls", "-s", "tag:silver", "-q", *target)
+    assert frozen > 50_000
+    assert writer == "ingestion.dbt_json_writer"
+    # the manifest it wrote is what dbt-common's streaming json.dump writes for the same document
+    written = (tmp_path / "target" / "manifest.json").read_text(encoding="utf-8")
+    assert written == dbt_common_json(json.loads(written))
+
+    # each switch turns off its own part only; not as the dbt program: nothing at all
+    assert dbt_with_plugin("dbt", "ls", "-s", "tag:silver", "-q", *target, LAKEHOUSE_DBT_GC_FREEZE="0") == (0, writer)
+    frozen_off, writer_off = dbt_with_plugin("dbt", "ls", "-s", "tag:silver", "-q", *target,
+                                             LAKEHOUSE_DBT_FAST_JSON="0")
+    assert frozen_off > 50_000 and writer_off == "dbt_common.clients.system"
+    assert dbt_with_plugin("my-service", "ls", "-s", "tag:silver", "-q", *target) == (0, "dbt_common.clients.system")
+
+
+def dbt_common_json(data: object) -> str:
+    """The text dbt-common's own write_json streams for `data` (json.dump with dbt's encoder)."""
+    from dbt_common.utils.encoding import JSONEncoder
+
+    out = io.StringIO()
+    json.dump(data, out, cls=JSONEncoder)
+    return out.getvalue()
 
 
 @pytest.mark.parametrize(
