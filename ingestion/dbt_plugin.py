@@ -58,7 +58,7 @@ def _load_plugin_class() -> type | None:
     except ImportError:  # a dbt without the (experimental) plugin interface: no plugin
         return None
 
-    class FreezeLongLivedObjects(dbtPlugin):
+    class LakehouseDbtPlugin(dbtPlugin):
         """Installs the JSON writer; freezes dbt's objects after start-up, parsing and at exit (module docstring)."""
 
         def initialize(self) -> None:
@@ -76,7 +76,7 @@ def _load_plugin_class() -> type | None:
                 gc.freeze()
             return {}
 
-    return FreezeLongLivedObjects
+    return LakehouseDbtPlugin
 
 
 _plugin = _load_plugin_class()
