@@ -129,6 +129,7 @@ class Server:
         from ingestion.config import load_settings
 
         settings = load_settings()
+        server_pid = os.getpid()
         signal.signal(signal.SIGTERM, _exit_on_signal)
         signal.signal(signal.SIGHUP, _exit_on_signal)
         try:
@@ -147,6 +148,8 @@ class Server:
             self._loop()
             return 0
         finally:
+            if os.getpid() != server_pid:  # a forked child unwinding here must not touch the server's files
+                os._exit(1)
             if self.listener is not None:
                 self.listener.close()
                 with contextlib.suppress(OSError):
@@ -269,14 +272,31 @@ def run_child(server_files: list[Any], conn: socket.socket, reader: wire.Reader,
         threading.Thread(target=_stop_when_client_leaves, args=(reader,), daemon=True).start()
         code = _run_dbt_cli()
     except BaseException:  # noqa: BLE001 - whatever happens, the child must not return into the server
-        traceback.print_exc()
-    finally:
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
+    _finish_child(conn, code)
+
+
+#: Set in a child once its command has ended: its client may then go away without it mattering.
+_child_finishing = threading.Event()
+
+
+def _finish_child(conn: socket.socket, code: int) -> NoReturn:
+    """Run the exit work, report `code` to the client and end the child; never returns.
+
+    The client closes the connection as soon as it has the code, which the watcher thread would
+    take for a killed client and interrupt this thread: the interrupt is ignored from here on, and
+    whatever is raised, the finally ends the process (unwinding would run the server's code)."""
+    try:
+        _child_finishing.set()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         _run_exit_functions()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
         with contextlib.suppress(Exception):
             wire.send(conn, {"exit": code})
+    finally:
         os._exit(code)
 
 
@@ -323,6 +343,8 @@ def _stop_when_client_leaves(reader: wire.Reader) -> None:
     with contextlib.suppress(Exception):
         while reader.receive() is not None:
             pass
+    if _child_finishing.is_set():
+        return
     os.kill(os.getpid(), signal.SIGINT)  # dbt cancels its running queries on an interrupt
     time.sleep(ORPHAN_GRACE_SECONDS)
     os._exit(130)
