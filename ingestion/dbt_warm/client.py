@@ -97,7 +97,9 @@ def run_warm(sock: socket.socket, argv: list[str]) -> int | None:
 
     for signum in FORWARDED:
         signal.signal(signum, forward)
-    request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "python": sys.executable}
+    umask = os.umask(0o022)
+    os.umask(umask)
+    request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask, "python": sys.executable}
     wire.send(sock, request, fds=[0, 1, 2])
     reader = wire.Reader(sock)
     first = reader.receive()

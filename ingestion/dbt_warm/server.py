@@ -264,6 +264,7 @@ def run_child(server_files: list[Any], conn: socket.socket, reader: wire.Reader,
         for stream in (sys.stdout, sys.stderr):
             stream.reconfigure(line_buffering=stream.isatty())
         os.chdir(request["cwd"])
+        os.umask(int(request.get("umask", 0o022)))
         os.environ.clear()
         os.environ.update(request["env"])
         time.tzset()

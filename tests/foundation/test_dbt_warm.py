@@ -88,13 +88,14 @@ def test_a_command_runs_in_a_warm_child_with_the_output_and_status_of_plain_dbt(
 
 def test_each_child_gets_the_environment_and_directory_of_its_client(warm_home: Path, tmp_path: Path) -> None:
     before = children(warm_home)
-    for name in ("a", "b"):
+    for name, umask in (("a", 0o022), ("b", 0o077)):
         result = subprocess.run(
             [*CLIENT, "parse", "--project-dir", str(PROJECT_DIR), "-q"], capture_output=True, text=True,
             cwd=tmp_path, env=environment(warm_home, DBT_TARGET_PATH=str(tmp_path / name)), timeout=300,
+            umask=umask,
         )
         assert result.returncode == 0, result.stdout + result.stderr
-        assert (tmp_path / name / "manifest.json").exists()
+        assert (tmp_path / name / "manifest.json").stat().st_mode & 0o777 == 0o666 & ~umask
     assert children(warm_home) == before + 2
 
 
