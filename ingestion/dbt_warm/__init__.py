@@ -12,7 +12,7 @@ commands, through `ingestion.dbt_runner`) send each command to a warm server ins
   over the client's stdin/stdout/stderr, working directory, environment and arguments and runs
   dbt's own command-line entry point, exactly as the `dbt` executable does. Nothing runs twice
   in one process, so no state carries from one command to the next except those caches;
-- the client (`client.py`, standard library only) forwards SIGINT/SIGTERM/SIGHUP to the child
+- the client (`client.py`, no third-party imports) forwards SIGINT/SIGTERM/SIGHUP to the child
   and exits with its exit code; a child whose client disappears (SIGKILL) stops itself.
 
 Whenever the warm path is not ready (first use, a server still warming up, a package installed
@@ -25,6 +25,7 @@ after LAKEHOUSE_DBT_WARM_IDLE_MINUTES (default 30) without a command, or when it
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 #: Environment switch: "0" runs the plain `dbt` executable.
@@ -38,12 +39,21 @@ SERVICE = "dbt-warm"
 MAX_SOCKET_PATH = 107
 
 
+def dbt_executable() -> str:
+    """The `dbt` executable of this interpreter's environment (the plain path, and the child's argv[0])."""
+    return str(Path(sys.executable).with_name("dbt"))
+
+
 def run_dir(home: str | os.PathLike[str]) -> Path:
     return Path(home) / "run"
 
 
 def socket_path(home: str | os.PathLike[str]) -> Path:
     return run_dir(home) / f"{SERVICE}.sock"
+
+
+def socket_path_fits(home: str | os.PathLike[str]) -> bool:
+    return len(os.fsencode(socket_path(home))) <= MAX_SOCKET_PATH
 
 
 def lock_path(home: str | os.PathLike[str]) -> Path:

@@ -3,8 +3,9 @@
 It hands the command to the warm server of $LAKEHOUSE_HOME (package docstring) and exits with
 the exit status of the dbt child that ran it. When no server is ready it replaces itself with
 the `dbt` executable (os.execv: same process, same arguments, same environment) and, if no
-server is running, starts one in the background for the next command. Standard library only:
-this process must start in milliseconds.
+server is running, starts one in the background for the next command. No third-party imports
+(the standard library and the dependency-free `ingestion.config`): this process must start in
+milliseconds.
 """
 
 from __future__ import annotations
@@ -20,20 +21,16 @@ from pathlib import Path
 from typing import NoReturn
 
 from ingestion import dbt_warm
+from ingestion.config import PROJECT_DIR
 from ingestion.dbt_warm import wire
 
 #: Signals a user or a job runner sends to stop dbt; the client passes them on to the child.
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def dbt_executable() -> str:
-    candidate = Path(sys.executable).with_name("dbt")
-    return str(candidate)
-
-
 def run_plain(argv: list[str]) -> NoReturn:
     """Become the `dbt` executable (the cold path)."""
-    executable = dbt_executable()
+    executable = dbt_warm.dbt_executable()
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(executable, [executable, *argv])
@@ -62,17 +59,16 @@ def start_server(home: Path) -> None:
         subprocess.Popen(  # noqa: S603 - this interpreter, this package
             [sys.executable, "-m", "ingestion.dbt_warm.server"],
             stdin=subprocess.DEVNULL, stdout=output, stderr=output, start_new_session=True,
-            cwd=str(Path(__file__).resolve().parents[2]), env=os.environ.copy(),
+            cwd=str(PROJECT_DIR), env=os.environ.copy(),
         )
 
 
 def connect(home: Path) -> socket.socket | None:
-    path = dbt_warm.socket_path(home)
-    if len(os.fsencode(path)) > dbt_warm.MAX_SOCKET_PATH:
+    if not dbt_warm.socket_path_fits(home):
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(str(path))
+        sock.connect(str(dbt_warm.socket_path(home)))
     except OSError:
         sock.close()
         return None
@@ -127,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     home = Path(home_text)
     sock = connect(home)
     if sock is None:
-        if len(os.fsencode(dbt_warm.socket_path(home))) <= dbt_warm.MAX_SOCKET_PATH and not server_running(home):
+        if dbt_warm.socket_path_fits(home) and not server_running(home):
             start_server(home)
         run_plain(argv)
     try:

@@ -33,16 +33,14 @@ from ingestion.dbt_warm import wire
 CHECK_SECONDS = 5.0
 #: After its client went away, how long a child gets to cancel its queries (SIGINT) before it exits.
 ORPHAN_GRACE_SECONDS = 15.0
+#: Why a server whose code changed on disk stops serving.
+STALE_REASON = "installed packages or project modules changed on disk"
 #: How long a new server waits for the lock of one that is exiting (it declined a stale request).
 LOCK_WAIT_SECONDS = 10.0
 
 
 def log(message: str) -> None:
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} [{os.getpid()}] {message}", flush=True)
-
-
-def dbt_path() -> str:
-    return str(Path(sys.executable).with_name("dbt"))
 
 
 class CodeFingerprint:
@@ -87,7 +85,7 @@ def warm_up(project_dir: Path) -> None:
     loads the saved state (nothing changed, so nothing is parsed). Its files (manifest, logs)
     go to the scratch directory.
     """
-    sys.argv[0] = dbt_path()  # the project's dbt plugin acts only in a process named dbt
+    sys.argv[0] = dbt_warm.dbt_executable()  # the project's dbt plugin acts only in a process named dbt
     from dbt.cli.main import dbtRunner
 
     started = time.perf_counter()
@@ -178,7 +176,7 @@ class Server:
         if time.monotonic() - self.last_request > self.idle_seconds:
             return f"idle for {self.idle_seconds / 60:.0f} min"
         if self.fingerprint is not None and self.fingerprint.changed():
-            return "installed packages or project modules changed on disk"
+            return STALE_REASON
         return None
 
     def _loop(self) -> None:
@@ -194,7 +192,7 @@ class Server:
                 continue
             self.last_request = time.monotonic()
             if self._handle(conn) == "stale":
-                log("exiting: installed packages or project modules changed on disk")
+                log(f"exiting: {STALE_REASON} (or another interpreter asked)")
                 return
 
     def _handle(self, conn: socket.socket) -> str:
@@ -268,7 +266,7 @@ def run_child(server_files: list[Any], conn: socket.socket, reader: wire.Reader,
         os.environ.clear()
         os.environ.update(request["env"])
         time.tzset()
-        sys.argv = [dbt_path(), *request["argv"]]
+        sys.argv = [dbt_warm.dbt_executable(), *request["argv"]]
         wire.send(conn, {"pid": os.getpid()})
         threading.Thread(target=_stop_when_client_leaves, args=(reader,), daemon=True).start()
         code = _run_dbt_cli()
