@@ -8,10 +8,8 @@ simulate (scale S) -> ingest -> dbt, then prints medians of several runs:
     ratio to `dbt run -s tag:silver --full-refresh` of the same models on the same data
     (goal <= 0.5).
 
-Each dbt command runs the way the project runs it (`lakehouse dbt`, jobs, demo): through the
-warm dbt runner (ingestion/dbt_warm), whose server is started and warmed before the first
-measurement. `--runners warm,plain` (the default) also measures the `dbt` executable itself,
-in alternating change cycles, so both ratios come from the same server and data.
+Each dbt command runs the way the project runs it (`lakehouse dbt`, jobs, demo): the `dbt`
+executable of the project's environment.
 
 Before the measured silver runs, --warmup cycles (change, ingest, incremental, full refresh)
 run untimed: the full-refresh statements have already run in the builds, the incremental
@@ -19,7 +17,6 @@ ones not, and a server that has never run a statement plans and JIT-compiles it 
 (a long-lived server running scheduled jobs has run both many times).
 
     .venv/bin/python benchmarks/bench_dbt.py [--scale 1.0] [--runs 3] [--warmup 1] [--change-pct 1.0] [--threads 4]
-                                             [--runners warm,plain]
 """
 
 from __future__ import annotations
@@ -40,14 +37,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ingestion import dbt_warm, services, thrift
+from ingestion import thrift
 from ingestion.config import load_settings
 from ingestion.simulate.oracle import load_oracle
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-#: How each runner starts a dbt command.
-RUNNERS = {"warm": [sys.executable, "-m", "ingestion.dbt_warm.client"], "plain": [str(BIN / "dbt")]}
 console = Console()
 
 
@@ -71,7 +66,6 @@ class Instance:
             "LAKEHOUSE_HOME": str(home), "LAKEHOUSE_LANDING": self.settings.landing,
             "LAKEHOUSE_LAKE": self.settings.lake, "LAKEHOUSE_THRIFT_HOST": "127.0.0.1",
             "LAKEHOUSE_THRIFT_PORT": str(port), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-            dbt_warm.SWITCH: "1",
         }
         self.env.pop("DBT_PROFILES_DIR", None)
         self.env.pop("LAKEHOUSE_DBT_TARGET", None)
@@ -94,18 +88,8 @@ class Instance:
         results = json.loads((self.home / "dbt-target" / "run_results.json").read_text())
         return float(results["elapsed_time"])
 
-    def start_warm_runner(self, timeout: float = 120.0) -> float:
-        """Start the warm dbt server (its first command runs plain) and wait until it serves."""
-        started = time.perf_counter()
-        self.dbt("parse", "-q", runner="warm")
-        while not dbt_warm.socket_path(self.home).exists():
-            if time.perf_counter() - started > timeout:
-                raise SystemExit(f"the warm dbt server did not start: see {dbt_warm.log_path(self.home)}")
-            time.sleep(0.2)
-        return time.perf_counter() - started
-
-    def dbt(self, *args: str, runner: str = "warm") -> float:
-        return self.run([*RUNNERS[runner], *args, "--project-dir", str(PROJECT_DIR),
+    def dbt(self, *args: str) -> float:
+        return self.run([str(BIN / "dbt"), *args, "--project-dir", str(PROJECT_DIR),
                          "--profiles-dir", str(PROJECT_DIR / "profiles"), "--threads", str(self.threads),
                          "--target-path", str(self.home / "dbt-target"),
                          "--log-path", str(self.home / "dbt-logs")], f"dbt {' '.join(args)}")
@@ -124,15 +108,10 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=1, help="untimed silver cycles before the measured ones")
     parser.add_argument("--build-runs", type=int, default=None,
                         help="runs of the full dbt build (default: --runs; 0 measures the silver ratio only)")
-    parser.add_argument("--runners", default="warm,plain",
-                        help="comma-separated: warm (the project's dbt runner), plain (the dbt executable)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary LAKEHOUSE_HOME")
     args = parser.parse_args()
-    runners = [name.strip() for name in args.runners.split(",") if name.strip()]
     if args.scale <= 0 or args.runs < 1 or args.warmup < 0 or not 0 < args.change_pct <= 100:
         parser.error("--scale must be > 0, --runs >= 1, --warmup >= 0, --change-pct in (0, 100]")
-    if not runners or any(name not in RUNNERS for name in runners):
-        parser.error(f"--runners must name some of {', '.join(RUNNERS)}")
 
     home = Path(tempfile.mkdtemp(prefix="bench-dbt-"))
     instance = Instance(home, free_port(), args.threads)
@@ -144,58 +123,48 @@ def main() -> None:
         oracle = load_oracle(instance.settings.landing)
         live_rows = sum(len(oracle.live_rows(table)) for table in oracle.tables)
         console.print(f"simulate {simulate_s:.1f} s, ingest {ingest_s:.1f} s, live rows {live_rows}")
-        if "warm" in runners:
-            console.print(f"warm dbt server serving after {instance.start_warm_runner():.1f} s")
-
-        builder = runners[0]
         builds, build_work = [], []
         build_runs = args.runs if args.build_runs is None else args.build_runs
         if build_runs == 0:
-            initial = instance.dbt("run", "-s", "+tag:silver", runner=builder)
+            initial = instance.dbt("run", "-s", "+tag:silver")
             console.print(f"dbt run -s +tag:silver (initial): {initial:.1f} s")
         for run in range(build_runs):
-            builds.append(instance.dbt("build", "--full-refresh", runner=builder))
+            builds.append(instance.dbt("build", "--full-refresh"))
             build_work.append(instance.dbt_elapsed())
-            console.print(f"dbt build --full-refresh #{run + 1} ({builder}): {builds[-1]:.1f} s "
+            console.print(f"dbt build --full-refresh #{run + 1}: {builds[-1]:.1f} s "
                           f"(dbt elapsed {build_work[-1]:.1f} s)")
 
         changes = max(1, int(live_rows * args.change_pct / 100))
-        silver = {name: SilverRuns() for name in runners}
+        runs = SilverRuns()
         for run in range(-args.warmup, args.runs):
-            for name in runners:  # alternating: each runner gets its own change cycle
-                instance.lakehouse("simulate", "--changes", str(changes), "--quiet", what="simulate changes")
-                instance.lakehouse("ingest", "--once", "--quiet", what="ingest changes")
-                incremental_s = instance.dbt("run", "-s", "tag:silver", runner=name)
-                incremental_work = instance.dbt_elapsed()
-                full_s = instance.dbt("run", "-s", "tag:silver", "--full-refresh", runner=name)
-                full_work = instance.dbt_elapsed()
-                if run < 0:
-                    console.print(f"silver warm-up ({name}): incremental {incremental_s:.1f} s, "
-                                  f"full refresh {full_s:.1f} s")
-                    continue
-                ratio = silver[name].add(incremental_s, incremental_work, full_s, full_work)
-                console.print(f"silver #{run + 1} ({name}): incremental {incremental_s:.1f} s "
-                              f"(dbt elapsed {incremental_work:.1f} s), "
-                              f"full refresh {full_s:.1f} s (dbt elapsed {full_work:.1f} s), "
-                              f"ratio {ratio:.2f} (dbt elapsed {incremental_work / full_work:.2f})")
+            instance.lakehouse("simulate", "--changes", str(changes), "--quiet", what="simulate changes")
+            instance.lakehouse("ingest", "--once", "--quiet", what="ingest changes")
+            incremental_s = instance.dbt("run", "-s", "tag:silver")
+            incremental_work = instance.dbt_elapsed()
+            full_s = instance.dbt("run", "-s", "tag:silver", "--full-refresh")
+            full_work = instance.dbt_elapsed()
+            if run < 0:
+                console.print(f"silver warm-up: incremental {incremental_s:.1f} s, full refresh {full_s:.1f} s")
+                continue
+            ratio = runs.add(incremental_s, incremental_work, full_s, full_work)
+            console.print(f"silver #{run + 1}: incremental {incremental_s:.1f} s "
+                          f"(dbt elapsed {incremental_work:.1f} s), "
+                          f"full refresh {full_s:.1f} s (dbt elapsed {full_work:.1f} s), "
+                          f"ratio {ratio:.2f} (dbt elapsed {incremental_work / full_work:.2f})")
 
         table = Table(title=f"dbt on the embedded default, scale {args.scale}, {os.cpu_count()} cores, "
                             f"{args.threads} dbt threads (medians of {args.runs}, {args.warmup} warm-up)")
         table.add_column("measure")
         table.add_column("median", justify="right")
         table.add_column("goal", justify="right")
-        table.add_row(f"dbt build --full-refresh ({builder})", f"{median(builds):.1f} s", "<= 120 s at scale 1.0")
+        table.add_row("dbt build --full-refresh", f"{median(builds):.1f} s", "<= 120 s at scale 1.0")
         table.add_row("  of which dbt elapsed (nodes)", f"{median(build_work):.1f} s", "")
-        for name, runs in silver.items():
-            table.add_row(f"dbt run -s tag:silver after {changes} changes ({name})",
-                          f"{median(runs.incremental):.1f} s", "")
-            table.add_row(f"dbt run -s tag:silver --full-refresh ({name})", f"{median(runs.full):.1f} s", "")
-            table.add_row(f"incremental / full refresh ({name})", f"{median(runs.ratios):.2f}", "<= 0.5")
-            table.add_row("  same, dbt elapsed only", f"{median(runs.work_ratios):.2f}", "")
+        table.add_row(f"dbt run -s tag:silver after {changes} changes", f"{median(runs.incremental):.1f} s", "")
+        table.add_row("dbt run -s tag:silver --full-refresh", f"{median(runs.full):.1f} s", "")
+        table.add_row("incremental / full refresh", f"{median(runs.ratios):.2f}", "<= 0.5")
+        table.add_row("  same, dbt elapsed only", f"{median(runs.work_ratios):.2f}", "")
         console.print(table)
     finally:
-        if "warm" in runners:
-            services.stop(instance.settings, dbt_warm.SERVICE)
         thrift.stop(instance.settings)
         if not args.keep:
             shutil.rmtree(home, ignore_errors=True)
@@ -203,7 +172,7 @@ def main() -> None:
 
 @dataclasses.dataclass
 class SilverRuns:
-    """The measured silver runs of one runner."""
+    """The measured silver runs."""
 
     incremental: list[float] = dataclasses.field(default_factory=list)
     full: list[float] = dataclasses.field(default_factory=list)

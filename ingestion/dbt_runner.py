@@ -40,18 +40,6 @@ def dbt_env(settings: Settings | None = None, extra: Mapping[str, str] | None = 
     return env
 
 
-def dbt_command(args: Sequence[str], environ: Mapping[str, str] | None = None) -> list[str]:
-    """The command line of ``dbt <args>``: through the warm-dbt client (ingestion/dbt_warm), which
-    runs it in a child of an already warmed-up dbt process (~1.4 s sooner) or, failing that, as
-    the ``dbt`` executable; the executable itself when LAKEHOUSE_DBT_WARM=0."""
-    from ingestion import dbt_warm
-
-    if dbt_warm.enabled(dict(os.environ if environ is None else environ)):
-        dbt_executable()  # the same clear error when dbt is not installed
-        return [sys.executable, "-m", "ingestion.dbt_warm.client", *args]
-    return [dbt_executable(), *args]
-
-
 def run_dbt(
     args: Sequence[str],
     env: Mapping[str, str] | None = None,
@@ -62,7 +50,7 @@ def run_dbt(
     """Run ``dbt <args>`` in the project directory; never raises on a dbt failure."""
     environment = dbt_env(settings, env)
     return subprocess.run(  # noqa: S603 - dbt from this environment
-        dbt_command(args, environment),
+        [dbt_executable(), *args],
         cwd=PROJECT_DIR,
         env=environment,
         capture_output=capture,

@@ -72,13 +72,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 
 stamp=.venv/.lakehouse-installed
-want=$(cat pyproject.toml constraints.txt dbt_plugin/pyproject.toml dbt_plugin/dbt_tickit_lakehouse.py | sha256sum | cut -d' ' -f1)
+want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   say "installing Python dependencies (pinned in constraints.txt)"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -c constraints.txt -e ".[dev]" || die "pip install failed"
-  # dbt discovers plugins only as modules in site-packages (ingestion/dbt_plugin.py)
-  .venv/bin/python -m pip install -q --no-deps ./dbt_plugin || die "pip install of the dbt plugin shim failed"
   echo "$want" > "$stamp"
 else
   say "Python dependencies: up to date"

@@ -91,15 +91,3 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
     )
     yield session
     session.stop()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def stop_warm_dbt_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """At the end of the run, stop (by PID) every warm dbt server a test's dbt command started
-    in a temporary LAKEHOUSE_HOME (ingestion/dbt_warm; they would exit when idle anyway)."""
-    yield
-    from ingestion import dbt_warm, services
-
-    for pid_file in tmp_path_factory.getbasetemp().glob(f"**/run/{dbt_warm.SERVICE}.pid"):
-        home = pid_file.parent.parent
-        services.stop(settings_for(home, free_port()), dbt_warm.SERVICE)
