@@ -33,7 +33,7 @@ test-all: setup
 	@bash scripts/run_tests.sh -m ""
 
 lint: setup
-	@$(VENV)/bin/ruff check . && $(VENV)/bin/sqlfluff lint models macros analyses snapshots
+	@$(VENV)/bin/ruff check . && $(VENV)/bin/lint-imports && $(VENV)/bin/sqlfluff lint models macros analyses snapshots
 
 bench: setup
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(VENV)/bin/python $$b || exit 1; done

@@ -37,9 +37,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ingestion import thrift
-from ingestion.config import load_settings
-from ingestion.simulate.oracle import load_oracle
+from lakehouse.config import load_settings
+from lakehouse.services import thrift
+from simulator.oracle import load_oracle
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

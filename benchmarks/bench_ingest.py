@@ -36,10 +36,10 @@ import time
 from pathlib import Path
 
 from ingestion.cdc.landing import landing_file_name
-from ingestion.config import load_settings
-from ingestion.simulate.simulator import SimulationOptions, run_simulation
 from ingestion.stream import IngestOptions, run_ingest
 from ingestion.stream.fast_parse import PARSER_ENV, PARSER_MODES
+from lakehouse.config import load_settings
+from simulator.simulation import SimulationOptions, run_simulation
 
 
 def landed_lines(landing: Path) -> int:

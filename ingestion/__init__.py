@@ -1,3 +1,5 @@
-"""TICKIT CDC lakehouse: Debezium landing zone -> Hudi bronze -> dbt on Spark."""
+"""The streaming ingestion: Debezium change events (landing zone) -> Apache Hudi bronze tables.
 
-__version__ = "0.1.0"
+``cdc`` is the event model (pure Python), ``sources`` reads the landing zone, ``stream`` is the
+Structured Streaming job, ``catalog`` registers bronze in the metastore.
+"""

@@ -6,8 +6,6 @@ import os
 import sys
 from pathlib import Path
 
-from ingestion.thrift import spark_home
-
 #: Settings every project SparkSession shares: loopback only, UI off, UTC, small shuffles.
 DEFAULT_CONFS: dict[str, str] = {
     "spark.driver.bindAddress": "127.0.0.1",
@@ -22,6 +20,13 @@ DEFAULT_CONFS: dict[str, str] = {
     "spark.driver.memory": "4g",
     "spark.sql.streaming.stopGracefullyOnShutdown": "true",
 }
+
+
+def spark_home() -> Path:
+    """SPARK_HOME of the pyspark wheel installed in this interpreter."""
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
 
 
 def prepare_environment() -> None:

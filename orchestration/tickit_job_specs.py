@@ -57,7 +57,7 @@ def dag_specs(path: Path | None = None) -> list[DagSpec]:
         name = job["name"]
         enabled = job.get("enabled", True)
         specs.append(DagSpec(
-            dag_id=f"tickit_lakehouse__{name.replace('-', '_')}",
+            dag_id=f"lakehouse__{name.replace('-', '_')}",
             job=name,
             description=str(job.get("description", f"lakehouse job {name}")).strip(),
             schedule=job.get("cron") if enabled else None,

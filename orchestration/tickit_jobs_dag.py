@@ -7,7 +7,7 @@ retries are off (the runner retries transient failures); a run refused because t
 is still running exits 3 and shows as *skipped*.
 
 Deploy: copy this file, ``tickit_job_specs.py`` and ``jobs.yml`` into the dags folder and
-install the project (``pip install tickit-lakehouse``) in the Airflow environment so the
+install the project (``pip install lakehouse``) in the Airflow environment so the
 ``lakehouse`` command exists (or set LAKEHOUSE_CLI to its path).
 """
 
@@ -28,7 +28,7 @@ for spec in dag_specs():
         start_date=pendulum.datetime(2026, 1, 1, tz=spec.timezone),
         catchup=False,
         max_active_runs=1,
-        tags=["tickit-lakehouse", "dbt"],
+        tags=["lakehouse", "dbt"],
         default_args={"owner": "data-engineering", "retries": 0},
     ) as dag:
         BashOperator(

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ingestion import thrift
-from ingestion.config import Settings, load_settings
+from lakehouse.config import Settings, load_settings
+from lakehouse.services import thrift
 
 
 def free_port() -> int:

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
 from ingestion.cdc.contracts import BRONZE_ORDERING_COLUMN
+from ingestion.sources.landing import reads_in_workers
 from ingestion.stream import checkpoint as ckpt
 from ingestion.stream.bronze import (
     DEAD_LETTER_KEY,
@@ -40,7 +41,6 @@ from ingestion.stream.bronze import (
 from ingestion.stream.commit import CommitOutcome, StreamMarker, write_once
 from ingestion.stream.fast_parse import parser_mode
 from ingestion.stream.forked_writes import run_shares
-from ingestion.stream.landing import reads_in_workers
 from ingestion.stream.parse import CHUNKS_DDL, EVENT, FILES, TOMBSTONE, from_ipc, parse_file_batches
 from ingestion.stream.sync_state import CatalogSyncer
 

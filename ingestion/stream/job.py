@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from ingestion.sources.landing import landing_stream, topics_root
+from ingestion.sources.s3_landing import MirrorRefresher, S3LandingError, S3LandingMirror, is_s3_uri
 from ingestion.stream.batch import BatchProcessor, BatchReport
 from ingestion.stream.checkpoint import prepare_checkpoint
-from ingestion.stream.landing import landing_stream, topics_root
-from ingestion.stream.s3_landing import MirrorRefresher, S3LandingError, S3LandingMirror, is_s3_uri
 from ingestion.stream.sync_state import CatalogSyncer
 
 log = logging.getLogger("lakehouse.ingest")

@@ -280,11 +280,11 @@ def parse_file_batches(batches: Iterator[pa.RecordBatch], landing: str, ingested
     binaryFile source would read them, copy them into Arrow batches and send them over
     the worker socket, ~2 s per 200 MB); with one (other file systems) Spark read them.
     Splitting here keeps the bytes in the worker (no round trip of every line through the
-    JVM); lines keep their raw bytes (see ``ingestion.stream.landing``). ``mode`` is
+    JVM); lines keep their raw bytes (see ``ingestion.sources.landing``). ``mode`` is
     ``fast`` (``ingestion.stream.fast_parse``, falling back to the Python parser line by
     line) or ``python``; None reads ``LAKEHOUSE_INGEST_PARSER`` (default fast).
     """
-    from ingestion.stream.landing import local_file_path, relative_landing_path
+    from ingestion.sources.landing import local_file_path, relative_landing_path
 
     parser = LineParser(ingested_at)
     fast = (mode or parser_mode()) == "fast"

@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ingestion.stream.landing import LANDING_GLOB, topics_root
+from ingestion.sources.landing import LANDING_GLOB, topics_root
 
 
 def count_landed_files(landing: str) -> int | None:

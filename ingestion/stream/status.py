@@ -8,9 +8,9 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ingestion.sources.landing import LANDING_GLOB, topics_root
 from ingestion.stream.bronze import DEAD_LETTER_TABLE, all_table_names, bronze_contracts, table_path
 from ingestion.stream.checkpoint import checkpoint_dir
-from ingestion.stream.landing import LANDING_GLOB, topics_root
 from ingestion.stream.reading import is_table, read_latest, row_count
 
 HOODIE_META = {"_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",

@@ -15,10 +15,10 @@ import datetime as dt
 from collections.abc import Iterable
 from decimal import Decimal
 
-from ingestion import thrift
 from ingestion.catalog.sync import SYNCED_INSTANT_PROPERTY
 from ingestion.cdc.contracts import load_contracts
 from ingestion.stream.bronze import DEAD_LETTER_TABLE_COLUMNS as DEAD_LETTER_COLUMNS
+from lakehouse.services import thrift
 
 HOODIE_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
                   "_hoodie_partition_path", "_hoodie_file_name")

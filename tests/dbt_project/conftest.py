@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from ingestion import thrift
 from ingestion.cdc.contracts import load_contracts
+from lakehouse.services import thrift
 from tests.dbt_project.bronze_loader import BronzeLoader
 from tests.dbt_project.cdc_fixture import TickitFixture, replay_live_rows
 from tests.dbt_project.dbt_runner import DbtRunner

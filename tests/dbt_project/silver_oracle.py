@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-from ingestion import thrift
+from lakehouse.services import thrift
 
 #: table -> (silver relation, {source column: silver column}), primary key first.
 SILVER_COLUMNS: dict[str, tuple[str, dict[str, str]]] = {

@@ -17,7 +17,7 @@ def _statements(lakehouse: DbtLakehouse, node: str) -> list[str]:
     lines = log[log.rindex("Running with dbt="):].splitlines()
     statements = []
     for index, line in enumerate(lines):
-        if f": On model.tickit_lakehouse.{node}:" not in line:
+        if f": On model.lakehouse.{node}:" not in line:
             continue
         text = [line.split(f"{node}:", 1)[1]]
         for following in lines[index + 1:]:
@@ -40,7 +40,7 @@ def test_incremental_run_is_one_insert_into_the_delta_layer(lakehouse: DbtLakeho
     assert lakehouse.sql("select count(*) from silver.categories_cdc_state where state_layer = 'delta'")[0][0] > 0
     assert lakehouse.silver_differences(("category",)) == {}
     manifest = json.loads((lakehouse.dbt.work_dir / "target" / "manifest.json").read_text())
-    assert manifest["nodes"]["model.tickit_lakehouse.categories_cdc_state"]["config"]["materialized"] == "cdc_state"
+    assert manifest["nodes"]["model.lakehouse.categories_cdc_state"]["config"]["materialized"] == "cdc_state"
 
 
 def test_changed_columns_stop_the_run_until_a_full_refresh(lakehouse: DbtLakehouse) -> None:

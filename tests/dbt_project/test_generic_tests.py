@@ -42,7 +42,7 @@ def test_hudi_variant_compiles_with_merge_on_the_state_key(lakehouse: DbtLakehou
     lakehouse.dbt.run("compile", "-s", "+tag:silver", "--vars", "{table_format: hudi}")
     target = lakehouse.dbt.work_dir / "target"
     manifest = json.loads((target / "manifest.json").read_text())
-    state = manifest["nodes"]["model.tickit_lakehouse.sales_cdc_state"]
+    state = manifest["nodes"]["model.lakehouse.sales_cdc_state"]
     assert (state["config"]["file_format"], state["config"]["incremental_strategy"]) == ("hudi", "merge")
     assert state["config"]["unique_key"] == "state_key"
     compiled = next((target / "compiled").rglob("sales_cdc_state.sql")).read_text()

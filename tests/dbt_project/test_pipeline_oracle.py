@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ingestion import thrift
 from ingestion.cdc.contracts import load_contracts
-from ingestion.simulate.oracle import load_oracle
+from lakehouse.services import thrift
+from simulator.oracle import load_oracle
 from tests.dbt_project.dbt_runner import PROJECT_DIR, DbtRunner
 from tests.dbt_project.silver_oracle import differences, oracle_rows, silver_rows
 

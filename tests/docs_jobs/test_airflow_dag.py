@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.config import PROJECT_DIR
-from ingestion.jobs.spec import load_jobs
+from lakehouse.config import PROJECT_DIR
+from lakehouse.jobs.spec import load_jobs
 
 ORCHESTRATION = PROJECT_DIR / "orchestration"
 DAG_FILE = ORCHESTRATION / "tickit_jobs_dag.py"
@@ -89,7 +89,7 @@ def test_airflow_dagbag_imports_the_dags_without_errors(tmp_path_factory):
            "AIRFLOW__CORE__UNIT_TEST_MODE": "True"}
     result = subprocess.run([str(python), "-c", script], capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
-    expected = sorted(f"tickit_lakehouse__{name.replace('-', '_')}" for name in load_jobs())
+    expected = sorted(f"lakehouse__{name.replace('-', '_')}" for name in load_jobs())
     assert f"DAGS {expected}" in result.stdout
 
 

@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.config import PROJECT_DIR
+from lakehouse.config import PROJECT_DIR
 
 pytestmark = pytest.mark.browser
 
 CHROMIUM = Path(os.environ.get("LAKEHOUSE_CHROMIUM", "/usr/bin/chromium"))
 CHROMEDRIVER = Path(os.environ.get("LAKEHOUSE_CHROMEDRIVER", "/usr/bin/chromedriver"))
 SCREENSHOTS = PROJECT_DIR / "test-output" / "docs"
-PROJECT = "tickit_lakehouse"
+PROJECT = "lakehouse"
 FCT_SALES = f"model.{PROJECT}.fct_sales"
 EXPOSURE = f"exposure.{PROJECT}.tickit_sales_summary"
 #: Resource types drawn in dbt-docs' lineage graph; of the tests only singular ones (no ``test_metadata``).
@@ -45,7 +45,7 @@ return {orientation: graph.orientation,
 
 
 def lakehouse(args: list[str], env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:
-    code = "import sys; from ingestion.cli import main; sys.exit(main())"
+    code = "import sys; from lakehouse.cli import main; sys.exit(main())"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           env={**os.environ, **env}, timeout=timeout)
 

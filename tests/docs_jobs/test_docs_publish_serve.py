@@ -19,8 +19,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from ingestion.docs.publish import PublishError, publish_site
-from ingestion.services import process_start_ticks
+from lakehouse.docs_site.publish import PublishError, publish_site
+from lakehouse.services.registry import process_start_ticks
 
 FAKE_AWS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 
@@ -32,7 +32,7 @@ def free_port() -> int:
 
 
 def lakehouse(args: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
-    code = "import sys; from ingestion.cli import main; sys.exit(main())"
+    code = "import sys; from lakehouse.cli import main; sys.exit(main())"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           env={**os.environ, **env}, timeout=timeout)
 

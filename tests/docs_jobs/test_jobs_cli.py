@@ -10,11 +10,11 @@ from pathlib import Path
 
 import yaml
 
-from ingestion.jobs.spec import load_jobs
+from lakehouse.jobs.spec import load_jobs
 
 
 def lakehouse(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    code = "import sys; from ingestion.cli import main; sys.exit(main())"
+    code = "import sys; from lakehouse.cli import main; sys.exit(main())"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           env={**os.environ, "COLUMNS": "200", **env}, timeout=120)
 

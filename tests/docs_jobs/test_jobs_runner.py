@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.jobs import commands
-from ingestion.jobs.alerts import Alerter
-from ingestion.jobs.history import list_runs
-from ingestion.jobs.lock import JobLockedError
-from ingestion.jobs.runner import JobRunner
-from ingestion.jobs.spec import parse_jobs
+from lakehouse.jobs import commands
+from lakehouse.jobs.alerts import Alerter
+from lakehouse.jobs.history import list_runs
+from lakehouse.jobs.lock import JobLockedError
+from lakehouse.jobs.runner import JobRunner
+from lakehouse.jobs.spec import parse_jobs
 
 from .conftest import FakeClock
 
@@ -201,8 +201,8 @@ with calls.open("a") as fh:
 n = len(calls.read_text().splitlines())
 if args[:2] == ["source", "freshness"]:
     results = [
-        {"unique_id": "source.tickit_lakehouse.ecomm.sale", "status": "warn"},
-        {"unique_id": "source.tickit_lakehouse.ems.venue", "status": "pass"},
+        {"unique_id": "source.lakehouse.ecomm.sale", "status": "warn"},
+        {"unique_id": "source.lakehouse.ems.venue", "status": "pass"},
     ]
     (target / "sources.json").write_text(json.dumps({"results": results}))
     sys.exit(0)

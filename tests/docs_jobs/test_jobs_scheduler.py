@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from ingestion.jobs.alerts import Alerter
-from ingestion.jobs.history import list_runs
-from ingestion.jobs.runner import JobRunner
-from ingestion.jobs.scheduler import Scheduler
-from ingestion.jobs.spec import parse_jobs
+from lakehouse.jobs.alerts import Alerter
+from lakehouse.jobs.history import list_runs
+from lakehouse.jobs.runner import JobRunner
+from lakehouse.jobs.scheduler import Scheduler
+from lakehouse.jobs.spec import parse_jobs
 
 from .conftest import FakeClock
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from ingestion.docs.site import DocsBuildError, build_site, install_site
-from ingestion.jobs import commands
-from ingestion.jobs.spec import JobSpecError, parse_jobs
+from lakehouse.docs_site.site import DocsBuildError, build_site, install_site
+from lakehouse.jobs import commands
+from lakehouse.jobs.spec import JobSpecError, parse_jobs
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,7 @@ def test_backoff_doubles_and_is_capped():
 
 def write_target(target, overview: bool = True):
     target.mkdir(parents=True, exist_ok=True)
-    docs = {"doc.tickit_lakehouse.__overview__": {"name": "__overview__", "package_name": "tickit_lakehouse"}}
+    docs = {"doc.lakehouse.__overview__": {"name": "__overview__", "package_name": "lakehouse"}}
     manifest = {
         "nodes": {"model.p.a": {"resource_type": "model"}, "test.p.t": {"resource_type": "test"}},
         "sources": {"source.p.s.t": {}}, "exposures": {"exposure.p.e": {}}, "docs": docs if overview else {},
@@ -90,7 +90,7 @@ def test_install_site_replaces_the_previous_site_whole(tmp_path):
 def test_build_site_runs_dbt_docs_generate_static_and_reports_failure(tmp_path, monkeypatch, home):
     import dataclasses
 
-    from ingestion.config import load_settings
+    from lakehouse.config import load_settings
 
     settings = dataclasses.replace(load_settings(), home=home)
     target = tmp_path / "target"

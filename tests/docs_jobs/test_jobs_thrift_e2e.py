@@ -23,15 +23,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ingestion import thrift
-from ingestion.config import PROJECT_DIR, load_settings
-from ingestion.jobs.history import list_runs, load_run
+from lakehouse.config import PROJECT_DIR, load_settings
+from lakehouse.jobs.history import list_runs, load_run
+from lakehouse.services import thrift
 
 pytestmark = pytest.mark.slow
 
 
 def lakehouse_popen(args: list[str], env: dict[str, str]) -> subprocess.Popen:
-    code = "import sys; from ingestion.cli import main; sys.exit(main())"
+    code = "import sys; from lakehouse.cli import main; sys.exit(main())"
     return subprocess.Popen([sys.executable, "-c", code, *args], env={**os.environ, **env},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ingestion import thrift
 from ingestion.cdc.contracts import load_contracts
-from ingestion.simulate.oracle import load_oracle
+from lakehouse.services import thrift
+from simulator.oracle import load_oracle
 from tests.dbt_project.silver_oracle import differences, oracle_rows, silver_rows
 
 LAKEHOUSE = str(Path(sys.executable).parent / "lakehouse")

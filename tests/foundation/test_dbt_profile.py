@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ingestion.config import PROJECT_DIR
+from lakehouse.config import PROJECT_DIR
 
 LAKEHOUSE = str(Path(sys.executable).parent / "lakehouse")
 
@@ -27,7 +27,7 @@ def test_trivial_build_with_the_project_profile(thrift_server, tmp_path):
     project = tmp_path / "trivial"
     (project / "models").mkdir(parents=True)
     (project / "dbt_project.yml").write_text(
-        "name: trivial\nversion: '1.0'\nconfig-version: 2\nprofile: tickit_lakehouse\n"
+        "name: trivial\nversion: '1.0'\nconfig-version: 2\nprofile: lakehouse\n"
         "models:\n  trivial:\n    +materialized: table\n    +file_format: parquet\n"
     )
     (project / "models" / "answer.sql").write_text("select 42 as answer, 'forty-two' as spelled\n")

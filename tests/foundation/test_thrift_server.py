@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ingestion import thrift
+from lakehouse.services import thrift
 from tests.conftest import free_port, settings_for
 from tests.foundation.jvm_counters import PerfDataError, read_perf_counters
 
@@ -119,7 +119,7 @@ def test_hive_function_registry_initializes_in_the_server(thrift_server):
     """Closing a session can run Hive's FunctionRegistry initializer in the server.
 
     On the bare pyspark wheel it fails (a missing LLAP interface) and the server then hangs on
-    later session closes; ``ingestion/hive_llap_stub.py`` supplies the interface. Loading the
+    later session closes; ``lakehouse/services/hive_llap_stub.py`` supplies the interface. Loading the
     class through the server proves the initializer now completes in that JVM.
     """
     rows = thrift_server.sql(

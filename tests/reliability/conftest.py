@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ingestion import thrift
+from lakehouse.services import thrift
 from tests.conftest import ThriftServer, free_port, settings_for
 from tests.reliability.figures import figures, render_table, write_json
 

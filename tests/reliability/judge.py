@@ -19,7 +19,7 @@ import pyarrow as pa
 from hudi import HudiReadOptions, HudiTableBuilder
 
 from ingestion.cdc.contracts import load_contracts
-from ingestion.simulate.oracle import event_columns, load_oracle
+from simulator.oracle import event_columns, load_oracle
 
 
 def _normalize(value: Any) -> Any:

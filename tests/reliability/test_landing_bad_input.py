@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from ingestion.cdc.parser import BAD_ENCODING, MALFORMED_JSON, UNKNOWN_TOPIC
-from ingestion.simulate.oracle import load_oracle
+from simulator.oracle import load_oracle
 from tests.reliability.figures import record
 from tests.reliability.judge import compare_lake, hudi_rows
 from tests.reliability.processes import Background, cli_env, run, wait_for

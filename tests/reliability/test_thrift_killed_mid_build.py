@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ingestion.cdc.contracts import load_contracts
-from ingestion.simulate.oracle import load_oracle
+from simulator.oracle import load_oracle
 from tests.dbt_project.silver_oracle import oracle_rows, silver_rows
 from tests.reliability.figures import record
 from tests.reliability.processes import Background, cli_env, run, wait_for

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.simulate.simulator import SimulationOptions, run_simulation
+from simulator.simulation import SimulationOptions, run_simulation
 
 START = dt.datetime(2026, 3, 1, 9, 0, 0)
 

@@ -10,11 +10,11 @@ import pytest
 
 from ingestion.cdc.contracts import load_contracts
 from ingestion.cdc.landing import parse_landing_path
-from ingestion.simulate.oracle import load_oracle
-from ingestion.simulate.storage import LocalStorage
+from ingestion.sources.object_store import LocalStorage
+from simulator.oracle import load_oracle
 from tests.simulate.replay import replay_landing
 
-#: Venues the real TICKIT event table references but its venue table lacks (ingestion/data README).
+#: Venues the real TICKIT event table references but its venue table lacks (simulator/data README).
 MISSING_REAL_VENUES = {12, 51, 64}
 
 

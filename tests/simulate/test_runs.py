@@ -14,10 +14,10 @@ import pytest
 
 from ingestion.cdc.contracts import load_contracts
 from ingestion.cdc.landing import parse_landing_path
-from ingestion.cli import main
-from ingestion.simulate.oracle import OracleError, load_oracle
-from ingestion.simulate.simulator import SimulationError, run_simulation
-from ingestion.simulate.storage import LocalStorage, S3Storage
+from ingestion.sources.object_store import LocalStorage, S3Storage
+from lakehouse.cli import main
+from simulator.oracle import OracleError, load_oracle
+from simulator.simulation import SimulationError, run_simulation
 from tests.simulate.conftest import START, small_options
 from tests.simulate.replay import replay_landing
 

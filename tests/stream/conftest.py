@@ -8,8 +8,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingestion.simulate.simulator import SimulationOptions, run_simulation
 from ingestion.stream import IngestOptions, IngestSummary, run_ingest
+from simulator.simulation import SimulationOptions, run_simulation
 
 START = dt.datetime(2026, 1, 1)
 

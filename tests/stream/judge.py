@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 from hudi import HudiReadOptions, HudiTableBuilder
 
-from ingestion.simulate.oracle import event_columns, load_oracle
+from simulator.oracle import event_columns, load_oracle
 
 
 def normalize(value: Any) -> Any:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.cli import main as cli_main
-from ingestion.simulate.oracle import load_oracle
+from lakehouse.cli import main as cli_main
+from simulator.oracle import load_oracle
 from tests.stream.judge import hudi_rows
 from tests.stream.test_dead_letter_replay import build_lake_in_process, simulate
 

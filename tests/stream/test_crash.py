@@ -22,7 +22,7 @@ import pytest
 from tests.stream.conftest import simulate
 from tests.stream.judge import compare_events, dead_letter_tuples_bronze, dead_letter_tuples_oracle
 
-CLI = "import sys; from ingestion.cli import main; sys.exit(main())"
+CLI = "import sys; from lakehouse.cli import main; sys.exit(main())"
 
 
 def _command(base: Path) -> list[str]:

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from ingestion.cdc.parser import BronzeEvent, parse_line
-from ingestion.cli import main as cli_main
-from ingestion.simulate.oracle import load_oracle
 from ingestion.stream.bronze import bronze_config, bronze_contracts, dead_letter_config, table_path
 from ingestion.stream.commit import StreamMarker, write_once
 from ingestion.stream.dead_letters import list_dead_letters, replay
 from ingestion.stream.parse import LineParser
+from lakehouse.cli import main as cli_main
+from simulator.oracle import load_oracle
 from tests.stream.conftest import simulate
 from tests.stream.judge import dead_letter_tuples_bronze, dead_letter_tuples_oracle, hudi_rows
 

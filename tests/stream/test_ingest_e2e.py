@@ -10,8 +10,8 @@ from collections import Counter
 
 import pytest
 
-from ingestion.simulate.oracle import load_oracle
 from ingestion.stream.bronze import bronze_contracts
+from simulator.oracle import load_oracle
 from tests.stream.conftest import ingest, simulate
 from tests.stream.judge import (
     compare_events,

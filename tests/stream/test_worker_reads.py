@@ -15,9 +15,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from ingestion.sources.landing import local_file_path, reads_in_workers
 from ingestion.stream import batch as batch_module
 from ingestion.stream import parse as parse_module
-from ingestion.stream.landing import local_file_path, reads_in_workers
 from tests.stream.conftest import ingest, simulate
 from tests.stream.judge import compare_events, dead_letter_tuples_bronze, dead_letter_tuples_oracle, hudi_rows
 

@@ -1,1 +1,0 @@
-"""Data files shipped with the project (TICKIT dimension tables for the simulator)."""

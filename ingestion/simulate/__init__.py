@@ -1,5 +1,0 @@
-"""The TICKIT CDC simulator: Debezium change streams into a Kafka Connect S3-sink landing zone + oracle.
-
-Entry points: ``ingestion.simulate.simulator.run_simulation`` (what ``lakehouse simulate``
-calls) and ``ingestion.simulate.oracle.load_oracle`` (the expected results for tests).
-"""

@@ -1,0 +1,25 @@
+"""``lakehouse down``: stop every service this LAKEHOUSE_HOME started; say what stays."""
+
+from __future__ import annotations
+
+import argparse
+
+from lakehouse.config import load_settings
+from lakehouse.services import registry, thrift
+
+
+def _down(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    for record in registry.running(settings):
+        print(registry.stop(settings, record.name))
+    print(thrift.stop(settings))
+    print(
+        f"state kept under {settings.home}: landing zone, lake (bronze tables), metastore, warehouse,"
+        " checkpoints, logs and job history. 'make clean' removes it."
+    )
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("down", help="stop every service this project started")
+    parser.set_defaults(func=_down)

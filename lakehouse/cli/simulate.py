@@ -1,0 +1,161 @@
+"""``lakehouse simulate``: write TICKIT Debezium change streams to a Kafka Connect S3-sink landing zone."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+
+from ingestion.sources.object_store import StorageError, open_storage
+from lakehouse.cli._common import CliError, UsageError
+from lakehouse.config import load_settings
+from simulator.oracle import OracleError
+from simulator.simulation import (
+    FORMATS,
+    SimulationError,
+    SimulationOptions,
+    expected_events,
+    run_simulation,
+)
+
+
+def _start_time(text: str) -> dt.datetime:
+    try:
+        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {text!r} (e.g. 2026-01-01T00:00:00Z)") from None
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _run(args: argparse.Namespace) -> int:
+    landing = args.landing or load_settings().landing
+    options = SimulationOptions(
+        landing=landing,
+        scale=args.scale,
+        changes=args.changes,
+        seed=args.seed,
+        format=args.format,
+        start_time=args.start_time,
+        rate=args.rate,
+        duration=args.duration,
+        partitions=args.partitions,
+        flush_size=args.flush_size,
+        rotate_interval_ms=args.rotate_interval_ms,
+        partitioner=args.partitioner,
+        inject_bad=args.inject_bad,
+        restarts=args.restarts,
+        truncate=args.truncate,
+        reset=args.reset,
+        endpoint_url=args.s3_endpoint_url or os.environ.get("AWS_ENDPOINT_URL"),
+    )
+    try:
+        resuming = not args.reset and _has_oracle(options)
+        summary = _with_progress(options, resuming, quiet=args.quiet)
+    except (SimulationError, StorageError, OracleError) as exc:
+        raise CliError(str(exc), "see 'lakehouse simulate --help'") from exc
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    print(
+        f"run {summary.run} -> {summary.landing}: {summary.snapshot_events} snapshot + "
+        f"{summary.change_events} change events, {summary.duplicates} re-delivered, "
+        f"{summary.tombstones} tombstones, {summary.bad_lines} bad lines; "
+        f"{summary.files} files / {summary.lines} lines; virtual time {summary.start_time} .. "
+        f"{summary.end_time}; {summary.seconds}s"
+    )
+    print(f"oracle: {summary.landing}/_oracle/manifest.json")
+    return 0
+
+
+def _has_oracle(options: SimulationOptions) -> bool:
+    storage = open_storage(options.landing, options.endpoint_url)
+    return storage.read("_oracle/manifest.json") is not None
+
+
+def _with_progress(options: SimulationOptions, resuming: bool, quiet: bool):
+    if quiet or options.rate is not None:
+        return run_simulation(options)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    total = expected_events(options, resuming)
+    with Progress(
+        TextColumn("simulate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=True
+    ) as progress:
+        task = progress.add_task("events", total=total)
+        summary = run_simulation(options, lambda done, _total: progress.update(task, completed=done))
+        progress.update(task, completed=total)
+    return summary
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "simulate",
+        help="write TICKIT Debezium CDC events to a Kafka Connect S3-sink landing zone (+ oracle)",
+        description=(
+            "Simulate the TICKIT source databases (MySQL ecomm, PostgreSQL ems, SQL Server crm) and their "
+            "Debezium connectors: a snapshot, then changes, written as Kafka Connect S3-sink files under "
+            "<landing>/topics/ with the expected results in <landing>/_oracle/. A second run on the same "
+            "landing resumes (offsets, keys, positions, oracle continue); --reset starts over."
+        ),
+    )
+    parser.add_argument(
+        "--landing", help="local directory or s3://bucket/prefix (default LAKEHOUSE_LANDING or $LAKEHOUSE_HOME/landing)"
+    )
+    parser.add_argument("--scale", type=float, default=1.0, help="synthetic users/listings/sales: 1.0 = full TICKIT")
+    parser.add_argument(
+        "--changes",
+        type=_positive_int,
+        default=20_000,
+        help="change events per run (default 20000; --truncate adds its truncate + reload events)",
+    )
+    parser.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
+    parser.add_argument("--format", choices=FORMATS, default="envelope", help="line shape (default envelope)")
+    parser.add_argument(
+        "--start-time",
+        type=_start_time,
+        help="virtual clock start, ISO-8601 UTC (default: now; on resume: after the previous run)",
+    )
+    parser.add_argument("--rate", type=float, help="continuous mode: change events per second on the wall clock")
+    parser.add_argument("--duration", type=float, help="continuous mode: stop after this many seconds")
+    parser.add_argument("--partitions", type=int, default=3, help="Kafka partitions per topic (default 3)")
+    parser.add_argument("--flush-size", type=int, default=10_000, help="records per landing file (default 10000)")
+    parser.add_argument(
+        "--rotate-interval-ms",
+        type=int,
+        default=60_000,
+        help="rotate files every N ms of (virtual) time (default 60000)",
+    )
+    parser.add_argument(
+        "--partitioner",
+        choices=("default", "daily"),
+        default="default",
+        help="directory layout: partition=<p>/ or year=/month=/day=/ (default: default)",
+    )
+    parser.add_argument(
+        "--inject-bad",
+        type=_positive_int,
+        default=0,
+        help="mix N bad lines into the stream (one per dead-letter reason in turn)",
+    )
+    parser.add_argument(
+        "--restarts",
+        type=_positive_int,
+        default=2,
+        help="connector restarts per run that re-deliver recent events (default 2)",
+    )
+    parser.add_argument("--truncate", action="store_true", help="also truncate and reload the category table once")
+    parser.add_argument("--reset", action="store_true", help="delete topics/ and _oracle/ of the landing first")
+    parser.add_argument("--s3-endpoint-url", help="S3 endpoint (default AWS_ENDPOINT_URL; e.g. a moto server)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(func=_run)

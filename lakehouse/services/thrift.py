@@ -1,0 +1,317 @@
+"""The managed Spark Thrift server (HiveThriftServer2 from the pyspark wheel).
+
+One server per ``LAKEHOUSE_HOME``: its Derby metastore, warehouse, log and PID file live
+under that directory, and it binds to ``LAKEHOUSE_THRIFT_HOST``:``LAKEHOUSE_THRIFT_PORT``
+(127.0.0.1:10000 by default), so two instances with different homes and ports run side
+by side. ``stop`` only ever signals the process whose PID it recorded, after checking that
+this PID still runs a Thrift server for the same home.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingestion.spark import spark_home
+from lakehouse.config import Settings
+from lakehouse.services.hive_llap_stub import JAR_NAME, ensure_stub_jar
+
+MAIN_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
+DRIVER_MEMORY = "6g"  # 2 cores / 24 GB machines run the server beside ingestion and tests
+SHUFFLE_PARTITIONS = 8
+#: Generated classes the server keeps compiled (Spark's default: 100); see server_confs.
+CODEGEN_CACHE_ENTRIES = 4000
+
+
+class ThriftError(RuntimeError):
+    """A Thrift server operation failed; the message says what and why."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    running: bool
+    pid: int | None
+    host: str
+    port: int
+    answering: bool
+    log_file: Path
+
+    def describe(self) -> str:
+        if not self.running:
+            return f"thrift server: stopped (home {self.log_file.parent.parent})"
+        state = "answering" if self.answering else "starting (not answering yet)"
+        return f"thrift server: running, pid {self.pid}, {self.host}:{self.port}, {state}"
+
+
+def java_executable() -> str:
+    """The java binary Spark will use; a clear error when Java is missing."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return str(Path(java_home) / "bin" / "java")
+    found = shutil.which("java")
+    if not found:
+        raise ThriftError(
+            "Java was not found (no JAVA_HOME, no java on PATH); Spark needs Java 17",
+            hint="run 'make setup' (installs openjdk-17-jre-headless) or set JAVA_HOME",
+        )
+    return found
+
+
+def spark_env(settings: Settings) -> dict[str, str]:
+    """Environment for every Spark JVM the project starts: loopback only, project Python."""
+    env = dict(os.environ)
+    env.update(
+        SPARK_HOME=str(spark_home()),
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+        SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_LOG_DIR=str(settings.logs_dir),
+        SPARK_PID_DIR=str(settings.run_dir),
+    )
+    return env
+
+
+def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
+    """Spark settings of the managed server (ARCHITECTURE.md, Contracts)."""
+    home = settings.home
+    return {
+        "spark.master": "local[2]",
+        "spark.app.name": f"lakehouse-thrift-{settings.thrift_port}",
+        "spark.driver.memory": DRIVER_MEMORY,
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+        "spark.ui.enabled": "true" if ui else "false",
+        "spark.ui.port": "4040",
+        "spark.sql.warehouse.dir": str(home / "warehouse"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
+        ),
+        # The embedded metastore is the server's own (Derby allows one JVM per database), so
+        # caching its objects is safe. Every statement looks tables up in it several times;
+        # DataNucleus' level-2 cache and a larger Derby statement cache cut the server's CPU
+        # per dbt run by ~20% (benchmarks/bench_dbt.py, docs/performance.md).
+        "spark.hadoop.datanucleus.cache.level2": "true",
+        "spark.hadoop.datanucleus.cache.level2.type": "soft",
+        "spark.driver.extraJavaOptions": (
+            f"-Dderby.system.home={home / 'logs'} -Dderby.language.statementCacheSize=2000"
+        ),
+        # The wheel lacks one Hive LLAP interface; without it a closing session can poison
+        # the server (see lakehouse/services/hive_llap_stub.py). start() writes this jar.
+        "spark.driver.extraClassPath": str(stub_jar_path(settings)),
+        "spark.sql.catalogImplementation": "hive",
+        # Bronze views read hundreds of files: list them in the driver, not in a job per query.
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+        # A column added in newer bronze files shows in the synced views.
+        "spark.sql.parquet.mergeSchema": "true",
+        "spark.sql.ansi.enabled": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS),
+        "spark.sql.adaptive.enabled": "true",
+        # Spark compiles the Java code it generates per query (Janino) and keeps the classes
+        # in a cache of 100 entries by default; one `dbt build` of this project generates
+        # ~1,800 distinct classes, so every build compiled them all again, and the JIT then
+        # compiled the new classes' methods again too. With room for every class of a build,
+        # repeated builds on a long-lived server (scheduled jobs) reuse them: 1,774 -> 205
+        # classes per build, 88-98 s -> 77-86 s for builds 2-3, docs/performance.md "dbt, session 8".
+        "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
+        # Run each statement in its handler thread: dbt-spark polls async statements every
+        # poll_interval (whole seconds), which cost ~1 s per statement; synchronous statements
+        # are FINISHED at the first poll.
+        "spark.sql.hive.thriftServer.async": "false",
+    }
+
+
+def stub_jar_path(settings: Settings) -> Path:
+    return settings.home / "lib" / JAR_NAME
+
+
+def _pid_file(settings: Settings) -> Path:
+    return settings.run_dir / "thrift.pid"
+
+
+def log_file(settings: Settings) -> Path:
+    return settings.logs_dir / "thrift.log"
+
+
+def _read_pid(settings: Settings) -> int | None:
+    try:
+        return int(_pid_file(settings).read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _is_our_server(pid: int, settings: Settings) -> bool:
+    """True when ``pid`` is alive and runs the Thrift server of this home."""
+    cmd = _cmdline(pid)
+    return MAIN_CLASS in cmd and str(settings.home / "metastore_db") in cmd
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=timeout):
+        return True
+    return False
+
+
+@contextlib.contextmanager
+def connect(host: str, port: int, timeout: float = 30.0) -> Iterator[object]:
+    """A PyHive connection to a Thrift server (closed on exit)."""
+    from pyhive import hive
+
+    conn = hive.connect(host=host, port=port, username="lakehouse", auth="NONE")
+    try:
+        yield conn
+    finally:
+        with contextlib.suppress(Exception):
+            conn.close()
+
+
+def run_sql(host: str, port: int, statement: str) -> list[tuple]:
+    """Run one statement through the Thrift server; rows for queries, [] otherwise."""
+    with connect(host, port) as conn:
+        cursor = conn.cursor()
+        try:
+            cursor.execute(statement)
+            try:
+                return [tuple(row) for row in cursor.fetchall()]
+            except Exception:  # noqa: BLE001 - statements without a result set
+                return []
+        finally:
+            with contextlib.suppress(Exception):
+                cursor.close()
+
+
+def answers(host: str, port: int) -> bool:
+    try:
+        return run_sql(host, port, "SELECT 1") == [(1,)]
+    except Exception:  # noqa: BLE001 - any failure means "not answering"
+        return False
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return "(no log yet)"
+    return "\n".join(text[-lines:])
+
+
+def status(settings: Settings) -> ServerStatus:
+    pid = _read_pid(settings)
+    running = pid is not None and _is_our_server(pid, settings)
+    host, port = settings.thrift_host, settings.thrift_port
+    return ServerStatus(
+        running=running,
+        pid=pid if running else None,
+        host=host,
+        port=port,
+        answering=running and answers(host, port),
+        log_file=log_file(settings),
+    )
+
+
+def start(settings: Settings, ui: bool = False, timeout: float = 240.0) -> ServerStatus:
+    """Start the server (idempotent) and wait until ``SELECT 1`` answers."""
+    current = status(settings)
+    if current.running:
+        if not current.answering:
+            _wait_until_answering(settings, current.pid, timeout)
+        return status(settings)
+    host, port = settings.thrift_host, settings.thrift_port
+    if port_open(host, port):
+        raise ThriftError(
+            f"port {host}:{port} is already in use by another process",
+            hint="stop that process or choose another port with --port / LAKEHOUSE_THRIFT_PORT",
+        )
+    java_executable()
+    for directory in (settings.home, settings.logs_dir, settings.run_dir):
+        directory.mkdir(parents=True, exist_ok=True)
+    ensure_stub_jar(stub_jar_path(settings).parent)
+    command = [str(spark_home() / "bin" / "spark-submit"), "--class", MAIN_CLASS]
+    for key, value in server_confs(settings, ui).items():
+        command += ["--conf", f"{key}={value}"]
+    command += [
+        "--hiveconf", f"hive.server2.thrift.bind.host={host}",
+        "--hiveconf", f"hive.server2.thrift.port={port}",
+        "--hiveconf", "hive.server2.enable.doAs=false",
+        "spark-internal",
+    ]  # fmt: skip
+    log = log_file(settings)
+    with open(log, "ab") as out:
+        out.write(f"\n==== starting thrift server {time.strftime('%Y-%m-%d %H:%M:%S')} ====\n".encode())
+        out.flush()
+        proc = subprocess.Popen(  # noqa: S603 - fixed command built above
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=spark_env(settings),
+            cwd=settings.home,
+            start_new_session=True,
+        )
+    _pid_file(settings).write_text(f"{proc.pid}\n")
+    _wait_until_answering(settings, proc.pid, timeout, proc)
+    return status(settings)
+
+
+def _wait_until_answering(
+    settings: Settings, pid: int | None, timeout: float, proc: subprocess.Popen | None = None
+) -> None:
+    deadline = time.monotonic() + timeout
+    host, port = settings.thrift_host, settings.thrift_port
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            _pid_file(settings).unlink(missing_ok=True)
+            raise ThriftError(
+                f"the Thrift server exited with code {proc.returncode} while starting; last log lines:\n"
+                + tail(log_file(settings)),
+                hint=f"full log: {log_file(settings)}",
+            )
+        if port_open(host, port) and answers(host, port):
+            return
+        time.sleep(1.0)
+    raise ThriftError(
+        f"the Thrift server (pid {pid}) did not answer 'SELECT 1' on {host}:{port} within {timeout:.0f}s;"
+        " last log lines:\n" + tail(log_file(settings)),
+        hint=f"check {log_file(settings)}, then 'lakehouse thrift stop'",
+    )
+
+
+def stop(settings: Settings, timeout: float = 30.0) -> str:
+    """Stop the server this home started; returns a one-line description of what happened."""
+    pid = _read_pid(settings)
+    if pid is None:
+        return "thrift server: not running (no PID file)"
+    if not _is_our_server(pid, settings):
+        _pid_file(settings).unlink(missing_ok=True)
+        return f"thrift server: not running (stale PID file for pid {pid} removed)"
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _is_our_server(pid, settings):
+        time.sleep(0.3)
+    if _is_our_server(pid, settings):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+        time.sleep(0.5)
+    _pid_file(settings).unlink(missing_ok=True)
+    return f"thrift server: stopped pid {pid}; metastore and warehouse kept under {settings.home}"
