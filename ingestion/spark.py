@@ -1,4 +1,4 @@
-"""The local SparkSession the project's jobs (ingestion, benchmarks, tests) run in."""
+"""The local SparkSession the project's jobs (ingestion, benchmarks, tests) run in, with Apache Hudi."""
 
 from __future__ import annotations
 
@@ -20,6 +20,28 @@ DEFAULT_CONFS: dict[str, str] = {
     "spark.driver.memory": "4g",
     "spark.sql.streaming.stopGracefullyOnShutdown": "true",
 }
+
+
+#: What makes a Spark application speak Hudi (the Hudi Spark bundle's quick-start settings):
+#: Kryo with Hudi's registrar, Hudi's SQL extension (MERGE INTO, CALL procedures) and catalog.
+HUDI_CONFS: dict[str, str] = {
+    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+    "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+    "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+}
+
+
+def jar_confs() -> dict[str, str]:
+    """The pinned jars (jvm/spark/pom.xml) on the driver's and executors' classpath.
+
+    Not ``spark.jars``: jars added that way live in a class loader that the Thrift server
+    closes with the first client session, after which ``hudi`` is an unknown data source.
+    """
+    from ingestion.jvm import classpath
+
+    jars = classpath("spark")
+    return {"spark.driver.extraClassPath": jars, "spark.executor.extraClassPath": jars}
 
 
 def spark_home() -> Path:
@@ -48,7 +70,7 @@ def local_spark_session(
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(f"local[{cores}]").appName(app_name)
-    confs = dict(DEFAULT_CONFS)
+    confs = {**DEFAULT_CONFS, **HUDI_CONFS, **jar_confs()}
     if warehouse_dir is not None:
         confs["spark.sql.warehouse.dir"] = str(warehouse_dir)
     confs.update(extra_confs or {})

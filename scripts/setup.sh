@@ -30,7 +30,7 @@ java_major() {
   java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1
 }
 
-# 1. Java 17 (Spark 4 needs Java 17+).
+# 1. Java 17 (Spark 3.5 and Hudi 1.2 run on it).
 if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then
   say "Java: using JAVA_HOME=$JAVA_HOME"
 elif command -v java >/dev/null 2>&1 && [ "$(java_major)" -ge 17 ] 2>/dev/null; then
@@ -81,4 +81,24 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 else
   say "Python dependencies: up to date"
 fi
+# 4. The pinned JVM dependencies (jvm/<role>/pom.xml) from Maven Central, one directory per JVM
+# role under jvm/lib/ (docs/architecture.md, "JVM dependencies"). -C: a checksum that does not
+# match Maven Central's fails the set-up. Resolved again only when a pom changes.
+command -v mvn >/dev/null 2>&1 || apt_install maven
+for pom in jvm/*/pom.xml; do
+  role=$(basename "$(dirname "$pom")")
+  jvm_stamp="jvm/lib/.$role.resolved"
+  jvm_want=$(sha256sum "$pom" | cut -d' ' -f1)
+  if [ ! -f "$jvm_stamp" ] || [ "$(cat "$jvm_stamp")" != "$jvm_want" ]; then
+    say "resolving JVM role $role from Maven Central ($pom)"
+    rm -rf "jvm/lib/$role"
+    if ! out=$(mvn -B -q -C -f "$pom" dependency:copy-dependencies -DoutputDirectory="../lib/$role" 2>&1); then
+      printf '%s\n' "$out" | grep -E "ERROR|Could not|Checksum" | head -n 5 >&2
+      die "resolving $pom failed (the lines above name the artifact): check that Maven Central is reachable, then run 'make setup' again"
+    fi
+    echo "$jvm_want" > "$jvm_stamp"
+  fi
+  .venv/bin/python -m ingestion.jvm check "$role" || die "JVM role $role is incomplete: see the error above"
+done
+
 say "ready: .venv/bin/lakehouse --help"

@@ -11,6 +11,18 @@ class ThriftUnavailable(RuntimeError):
     """The Thrift server cannot be reached (the stream keeps going; the sync catches up later)."""
 
 
+class ThriftStatementError(RuntimeError):
+    """The server refused or failed a statement; the message is the server's own, without its stack trace."""
+
+
+def server_message(exc: Exception) -> str:
+    """The server's error message of a failed statement (PyHive wraps the whole response)."""
+    response = exc.args[0] if exc.args else None
+    status = getattr(response, "status", None)
+    message = getattr(status, "errorMessage", None) or str(exc)
+    return message.strip().splitlines()[0] if message.strip() else type(exc).__name__
+
+
 class ThriftCatalog:
     """One connection to the Thrift server; statements run one at a time."""
 
@@ -51,10 +63,15 @@ class ThriftCatalog:
                 if type(exc).__module__.startswith("thrift"):
                     self.close()
                     raise ThriftUnavailable(f"lost the Thrift server {self.host}:{self.port}: {exc}") from exc
-                raise
+                raise ThriftStatementError(server_message(exc)) from None
             if cursor.description is None:
                 return []
-            return list(cursor.fetchall())
+            try:
+                return list(cursor.fetchall())
+            except TypeError:
+                # Spark 3.5's server describes a command's (empty) result as one `Result` column
+                # but sends no rows object, which PyHive's fetch does not expect
+                return []
         finally:
             cursor.close()
 

@@ -1,11 +1,15 @@
-"""One micro-batch: landed files -> lines -> parsed chunks -> one Hudi insert per table -> sync.
+"""One micro-batch: landed files -> parsed chunks -> one Hudi commit per table -> catalog sync.
 
 ``BatchProcessor`` is the ``foreachBatch`` function of the streaming query. Parsing runs
-in the Python workers (``ingestion.stream.parse``); the driver collects the compact Arrow
-chunks, concatenates them per table, drops in-batch duplicates (same record key), writes
-each bronze table that received events and the dead-letter table with exactly-once
-markers, syncs the catalog (best effort: the stream keeps going when the Thrift server
-is down, and the sync catches up later), and emits one JSON log line.
+in the Python workers (``ingestion.stream.parse``) and yields compact chunk rows, which
+Spark keeps for the batch (``persist``). The driver collects only their small ``detail``
+(counts, drift columns, dead-letter reasons), then each table that received rows is
+decoded from the chunks on the executors, deduplicated within the batch (the first
+delivery of a record key wins), and written with Apache Hudi's Spark datasource with an
+exactly-once marker (``ingestion.stream.commit``); the tables are written concurrently
+from a few driver threads, as each Hudi write is one Spark job of its own. The catalog
+is refreshed in the background (best effort: the stream keeps going when the Thrift
+server is down), and one JSON log line reports the batch.
 """
 
 from __future__ import annotations
@@ -19,13 +23,16 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
 import pyarrow as pa
-import pyarrow.compute as pc
-from pyspark.sql import DataFrame
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from ingestion.cdc.contracts import BRONZE_ORDERING_COLUMN
 from ingestion.sources.landing import reads_in_workers
@@ -33,15 +40,24 @@ from ingestion.stream import checkpoint as ckpt
 from ingestion.stream.bronze import (
     DEAD_LETTER_KEY,
     DEAD_LETTER_TABLE,
-    bronze_config,
+    arrow_schema,
     bronze_contracts,
-    dead_letter_config,
+    table_columns,
     table_path,
+    write_options,
 )
 from ingestion.stream.commit import CommitOutcome, StreamMarker, write_once
 from ingestion.stream.fast_parse import parser_mode
-from ingestion.stream.forked_writes import run_shares
-from ingestion.stream.parse import CHUNKS_DDL, EVENT, FILES, TOMBSTONE, from_ipc, parse_file_batches
+from ingestion.stream.parse import (
+    CHUNKS_DDL,
+    DEAD,
+    EVENT,
+    FILES,
+    TOMBSTONE,
+    decode_chunks,
+    parse_file_batches,
+    utc_timestamps,
+)
 from ingestion.stream.sync_state import CatalogSyncer
 
 log = logging.getLogger("lakehouse.ingest")
@@ -75,15 +91,19 @@ class BatchReport:
         return json.dumps(doc, sort_keys=True, default=str)
 
 
-def dedupe(table: pa.Table, keys: list[str]) -> pa.Table:
-    """The first row of every record key (input order), in input order."""
-    if table.num_rows < 2:
-        return table
-    indexed = table.append_column("__row", pa.array(range(table.num_rows), pa.int64()))
-    firsts = indexed.group_by(keys, use_threads=False).aggregate([("__row", "min")]).column("__row_min")
-    if len(firsts) == table.num_rows:
-        return table
-    return table.take(pc.take(firsts, pc.sort_indices(firsts)))
+#: Tables written at once (each Hudi write is a Spark job; more threads only queue on 2 cores).
+WRITE_THREADS = 3
+#: Columns ordering the deliveries of one record key within a batch (the first one is kept).
+_DELIVERY_ORDER = {
+    "bronze": ["_cdc_kafka_partition", "_cdc_kafka_offset", "_cdc_landing_file"],
+    DEAD_LETTER_TABLE: ["kafka_partition", "kafka_offset", "landing_file"],
+}
+
+
+def first_delivery(data: DataFrame, keys: list[str], order: list[str]) -> DataFrame:
+    """One row per record key: the first delivery (lowest Kafka partition/offset, then file name)."""
+    window = Window.partitionBy(*keys).orderBy(*(F.col(c).asc_nulls_last() for c in order))
+    return data.withColumn("__delivery", F.row_number().over(window)).where("__delivery = 1").drop("__delivery")
 
 
 def worker_read_confs(session) -> dict[str, str]:
@@ -133,6 +153,7 @@ class BatchProcessor:
         self.log_stream = log_stream
         self.on_report = on_report
         self.contracts = bronze_contracts()
+        self.columns = table_columns()
         self.reports: list[BatchReport] = []
 
     # -- foreachBatch entry point ---------------------------------------------------
@@ -161,85 +182,86 @@ class BatchProcessor:
         # a local landing zone: the workers read the files (their bytes never cross the JVM)
         in_workers = reads_in_workers(self.landing)
         chunks = files.select(*(["path"] if in_workers else ["path", "content"])).mapInArrow(parse, CHUNKS_DDL)
-        started = time.monotonic()
-        with session_confs(files.sparkSession, worker_read_confs(files.sparkSession) if in_workers else {}):
-            collected = chunks.toArrow()
-        report.parse_seconds = round(time.monotonic() - started, 3)
-        per_table, oldest = self._gather(collected, report)
-        started = time.monotonic()
-        self._write(per_table, marker, report)
-        report.write_seconds = round(time.monotonic() - started, 3)
+        chunks = chunks.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            started = time.monotonic()
+            with session_confs(files.sparkSession, worker_read_confs(files.sparkSession) if in_workers else {}):
+                summary = chunks.select("kind", "table_name", "rows", "oldest_source_ts", "detail").collect()
+            report.parse_seconds = round(time.monotonic() - started, 3)
+            drift, oldest = self._gather(summary, report)
+            started = time.monotonic()
+            self._write(chunks, drift, marker, report)
+            report.write_seconds = round(time.monotonic() - started, 3)
+        finally:
+            chunks.unpersist()
         if oldest is not None and report.commits:
             now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
             report.max_lag_seconds = round((now - oldest).total_seconds(), 3)
 
-    def _gather(self, collected: pa.Table, report: BatchReport) -> tuple[dict[str, list[pa.Table]], dt.datetime | None]:
-        """The collected chunk rows -> per-table Arrow chunks (in collection order) and the report's counts."""
+    def _gather(self, summary: list, report: BatchReport) -> tuple[dict[str, list[str]], dt.datetime | None]:
+        """The report's counts from the chunk details; the drift columns of every table that has rows."""
         file_bytes: dict[str, int] = {}
-        per_table: dict[str, list[pa.Table]] = {}
+        drift: dict[str, list[str]] = {}
         oldest: dt.datetime | None = None
         reasons: Counter[str] = Counter()
-        for kind, table, rows, source_ts, payload in zip(
-            *(collected.column(n).to_pylist() for n in ("kind", "table_name", "rows", "oldest_source_ts",
-                                                        "payload")), strict=True,
-        ):
+        for kind, table, rows, source_ts, detail in summary:
             if kind == FILES:
-                for name, size in json.loads(payload).items():
+                for name, size in json.loads(detail).items():
                     file_bytes[name] = file_bytes.get(name, 0) + size
                 continue
             report.lines += rows
             if kind == TOMBSTONE:
                 report.tombstones += rows
                 continue
-            chunk = from_ipc(payload)
-            per_table.setdefault(table, []).append(chunk)
+            known = drift.setdefault(table, [])
             if kind == EVENT:
+                known.extend(c for c in json.loads(detail) if c not in known)
                 report.events[table] = report.events.get(table, 0) + rows
                 if source_ts is not None and source_ts.tzinfo is not None:
                     source_ts = source_ts.astimezone(dt.UTC).replace(tzinfo=None)
                 if source_ts is not None and (oldest is None or source_ts < oldest):
                     oldest = source_ts
-            else:
+            elif kind == DEAD:
                 report.bad_events += rows
-                reasons.update(chunk.column("reason").to_pylist())
+                reasons.update(json.loads(detail))
         report.files, report.bytes = len(file_bytes), sum(file_bytes.values())
         report.dead_letters_by_reason = dict(sorted(reasons.items()))
-        return per_table, oldest
+        return drift, oldest
 
-    def _write(self, per_table: dict[str, list[pa.Table]], marker: StreamMarker, report: BatchReport) -> None:
-        """One exactly-once commit per table that received rows: bronze tables by name, then the dead letters.
-
-        Big batches write on two cores: a forked child takes about half the rows
-        (``ingestion.stream.forked_writes``; a thread pool was measured at no gain).
-        """
-        jobs = [table for table in sorted(per_table) if table != DEAD_LETTER_TABLE]
-        if DEAD_LETTER_TABLE in per_table:
-            jobs.append(DEAD_LETTER_TABLE)
-        sizes = {table: sum(chunk.num_rows for chunk in per_table[table]) for table in jobs}
-        results = run_shares(jobs, sizes, lambda table: self._write_table(table, per_table[table], marker))
-        for table, (drift, duplicates, outcome) in zip(jobs, results, strict=True):
-            if drift:
-                report.drift[table] = drift
-            report.duplicates_in_batch += duplicates
+    def _write(self, chunks: DataFrame, drift: dict[str, list[str]], marker: StreamMarker,
+               report: BatchReport) -> None:
+        """One exactly-once commit per table that received rows (bronze tables and the dead letters)."""
+        tables = sorted(drift, key=lambda t: (t == DEAD_LETTER_TABLE, t))
+        with ThreadPoolExecutor(max_workers=WRITE_THREADS, thread_name_prefix="hudi-write") as pool:
+            outcomes = list(pool.map(lambda t: self._write_table(chunks, t, drift[t], marker), tables))
+        for table, outcome in zip(tables, outcomes, strict=True):
+            if drift[table]:
+                report.drift[table] = drift[table]
             self._record(outcome, report)
+        report.duplicates_in_batch = sum(report.events.values()) + report.bad_events - sum(
+            outcome.rows for outcome in outcomes if outcome.rows is not None)
 
-    def _write_table(self, table: str, chunks: list[pa.Table], marker: StreamMarker
-                     ) -> tuple[list[str], int, CommitOutcome]:
-        """(drift columns, in-batch duplicates dropped, commit outcome) of one table's rows of the batch."""
+    def _write_table(self, chunks: DataFrame, table: str, drift: list[str], marker: StreamMarker) -> CommitOutcome:
+        schema = arrow_schema(self.columns[table])
+        schema = pa.schema([*schema, *(pa.field(name, pa.string()) for name in drift)])
+        decode = functools.partial(decode_chunks, table=table, schema=schema)
+        rows = chunks.where(F.col("table_name") == table).select("table_name", "payload").mapInArrow(
+            decode, from_arrow_schema(utc_timestamps(schema)))
         if table == DEAD_LETTER_TABLE:
-            data = dedupe(pa.concat_tables(chunks), [DEAD_LETTER_KEY])
-            return [], 0, write_once(table_path(self.lake, table), dead_letter_config(), data, marker)
-        contract = self.contracts[table]
-        data = pa.concat_tables(chunks, promote_options="default")
-        known = {c for c, _ in contract.bronze_columns}
-        drift = [n for n in data.column_names if n not in known]
-        unique = dedupe(data, [*contract.primary_key, BRONZE_ORDERING_COLUMN])
-        outcome = write_once(table_path(self.lake, table), bronze_config(contract), unique, marker)
-        return drift, data.num_rows - unique.num_rows, outcome
+            unique = first_delivery(rows, [DEAD_LETTER_KEY], _DELIVERY_ORDER[DEAD_LETTER_TABLE])
+        else:
+            keys = [*self.contracts[table].primary_key, BRONZE_ORDERING_COLUMN]
+            unique = first_delivery(rows, keys, _DELIVERY_ORDER["bronze"])
+        unique = unique.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            outcome = write_once(unique, table_path(self.lake, table), write_options(table), marker, table)
+            outcome.rows = unique.count() if not outcome.skipped else None
+        finally:
+            unique.unpersist()
+        return outcome
 
     def _record(self, outcome: CommitOutcome, report: BatchReport) -> None:
         if outcome.skipped:
             report.skipped_replays.append(outcome.table)
         elif outcome.instant:
             report.commits[outcome.table] = outcome.instant
-

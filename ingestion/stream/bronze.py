@@ -1,15 +1,30 @@
-"""The bronze tables the stream writes: Hudi configs and Arrow/Spark schemas.
+"""The bronze tables the stream writes: their Apache Hudi write options and Arrow schemas.
 
-Every source table of the contracts becomes ``<lake>/bronze/<table>`` (record key =
-primary key + ``_cdc_position``, precombine ``_cdc_position``, partitioned Hive-style by
-``_cdc_source_date``); bad lines go to ``<lake>/bronze/dead_letter`` keyed by a hash of
-topic + raw line, so a re-delivered bad line is stored once.
+Every source table of the contracts becomes the Hudi table ``<lake>/bronze/<table>``: a
+change log, one row per event, copy-on-write, record key = primary key + ``_cdc_position``
+(``ComplexKeyGenerator``), partitioned Hive-style by ``_cdc_source_date``. Bad lines go to
+``<lake>/bronze/dead_letter`` keyed by a hash of topic + raw line, not partitioned.
+
+Why these options (docs/architecture.md, "Bronze on Apache Hudi"):
+
+- ``insert`` with ``hoodie.datasource.insert.dup.policy=drop``: a record key already stored
+  (a re-delivered event, a replayed micro-batch) is dropped, so each event is stored once,
+  without the merge work of an ``upsert`` (rows of a change log never change);
+- ``hoodie.write.record.merge.mode=COMMIT_TIME_ORDERING`` and no ordering field: nothing in
+  bronze is ever merged by an ordering value, so nothing is dropped as "older";
+- ``hoodie.write.table.version=6``: the tables stay readable by Athena and EMR's Hudi
+  0.14/0.15 readers (and by hudi-rs);
+- the metadata table off: on this table size it doubled the cost of every commit;
+- cleaning by hours (retention longer than any dbt run reading the table) and archival.
+
+Any ``hoodie.*`` option can be overridden (``LAKEHOUSE_HOODIE_OPTIONS``, see ``hoodie_overrides``).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
-from pathlib import Path
 
 import pyarrow as pa
 
@@ -20,13 +35,34 @@ from ingestion.cdc.contracts import (
     load_contracts,
 )
 from ingestion.cdc.parser import DEAD_LETTER_COLUMNS
-from ingestion.hoodie.config import TableConfig
 
 DATABASE = "bronze"
 DEAD_LETTER_TABLE = "dead_letter"
 DEAD_LETTER_KEY = "dead_letter_id"
 #: Dead-letter table columns: the key, then the parser's dead-letter row columns.
 DEAD_LETTER_TABLE_COLUMNS: tuple[tuple[str, str], ...] = ((DEAD_LETTER_KEY, "string"), *DEAD_LETTER_COLUMNS)
+#: The commit-metadata key prefix of the project's markers (``hoodie.datasource.write.commitmeta.key.prefix``).
+COMMIT_METADATA_PREFIX = "lakehouse."
+
+#: Options of every table the ingestion writes (bronze and dead letters).
+COMMON_OPTIONS: dict[str, str] = {
+    "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
+    "hoodie.write.table.version": "6",
+    "hoodie.datasource.write.operation": "insert",
+    "hoodie.datasource.insert.dup.policy": "drop",
+    "hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING",
+    "hoodie.metadata.enable": "false",
+    "hoodie.datasource.write.hive_style_partitioning": "true",
+    "hoodie.datasource.write.commitmeta.key.prefix": COMMIT_METADATA_PREFIX,
+    # cleaning: keep the file versions of the last 6 hours (a dbt run reading a table
+    # never loses its files), then archival of old instants (defaults: 20-30 kept)
+    "hoodie.clean.automatic": "true",
+    "hoodie.clean.policy": "KEEP_LATEST_BY_HOURS",
+    "hoodie.clean.hours.retained": "6",
+    "hoodie.archive.automatic": "true",
+    # an added column (drift) is appended; a batch without it writes nulls
+    "hoodie.datasource.write.reconcile.schema": "true",
+}
 
 _DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)\Z")
 _ARROW_TYPES = {
@@ -52,29 +88,49 @@ def arrow_schema(columns: tuple[tuple[str, str], ...]) -> pa.Schema:
     return pa.schema([pa.field(name, arrow_type(kind)) for name, kind in columns])
 
 
-def table_path(lake: str | Path, table: str) -> str:
-    return str(Path(lake) / "bronze" / table)
+def table_path(lake: str, table: str) -> str:
+    """``<lake>/bronze/<table>`` for a local path or a URI (``s3a://bucket/lake``)."""
+    return f"{str(lake).rstrip('/')}/bronze/{table}"
 
 
-def bronze_config(contract: TableContract) -> TableConfig:
-    return TableConfig(
-        name=contract.name,
-        database=DATABASE,
-        record_key_fields=(*contract.primary_key, BRONZE_ORDERING_COLUMN),
-        precombine_field=BRONZE_ORDERING_COLUMN,
-        partition_fields=(BRONZE_PARTITION_COLUMN,),
-        hive_style=True,
-    )
+def hoodie_overrides() -> dict[str, str]:
+    """``hoodie.*`` options from ``LAKEHOUSE_HOODIE_OPTIONS`` (a JSON object), applied over the defaults."""
+    text = os.environ.get("LAKEHOUSE_HOODIE_OPTIONS", "").strip()
+    if not text:
+        return {}
+    try:
+        options = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"LAKEHOUSE_HOODIE_OPTIONS is not a JSON object: {exc}") from None
+    if not isinstance(options, dict) or not all(str(k).startswith("hoodie.") for k in options):
+        raise ValueError("LAKEHOUSE_HOODIE_OPTIONS must be a JSON object of hoodie.* options")
+    return {str(k): str(v) for k, v in options.items()}
 
 
-def dead_letter_config() -> TableConfig:
-    return TableConfig(
-        name=DEAD_LETTER_TABLE,
-        database=DATABASE,
-        record_key_fields=(DEAD_LETTER_KEY,),
-        precombine_field="kafka_offset",
-        partition_fields=(),
-    )
+def bronze_options(contract: TableContract) -> dict[str, str]:
+    """Hudi write options of the bronze table of ``contract``."""
+    return {
+        **COMMON_OPTIONS,
+        "hoodie.table.name": contract.name,
+        "hoodie.database.name": DATABASE,
+        "hoodie.datasource.write.recordkey.field": ",".join((*contract.primary_key, BRONZE_ORDERING_COLUMN)),
+        "hoodie.datasource.write.partitionpath.field": BRONZE_PARTITION_COLUMN,
+        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.ComplexKeyGenerator",
+        **hoodie_overrides(),
+    }
+
+
+def dead_letter_options() -> dict[str, str]:
+    """Hudi write options of ``bronze.dead_letter`` (not partitioned)."""
+    return {
+        **COMMON_OPTIONS,
+        "hoodie.table.name": DEAD_LETTER_TABLE,
+        "hoodie.database.name": DATABASE,
+        "hoodie.datasource.write.recordkey.field": DEAD_LETTER_KEY,
+        "hoodie.datasource.write.partitionpath.field": "",
+        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+        **hoodie_overrides(),
+    }
 
 
 def bronze_contracts() -> dict[str, TableContract]:
@@ -86,8 +142,15 @@ def all_table_names() -> list[str]:
     return [*bronze_contracts(), DEAD_LETTER_TABLE]
 
 
-def placeholder_columns() -> dict[str, tuple[tuple[str, str], ...]]:
-    """Data columns of every bronze table, for empty catalog views before the first commit."""
+def table_columns() -> dict[str, tuple[tuple[str, str], ...]]:
+    """The contract columns of every table the ingestion writes (bronze tables and dead letters)."""
     columns = {name: contract.bronze_columns for name, contract in bronze_contracts().items()}
     columns[DEAD_LETTER_TABLE] = DEAD_LETTER_TABLE_COLUMNS
     return columns
+
+
+def write_options(table: str) -> dict[str, str]:
+    """Hudi write options of any table the ingestion writes."""
+    if table == DEAD_LETTER_TABLE:
+        return dead_letter_options()
+    return bronze_options(bronze_contracts()[table])

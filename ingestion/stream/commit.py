@@ -1,22 +1,27 @@
-"""Exactly-once commits: each Hudi commit records the streaming query id and batch id.
+"""Exactly-once Hudi commits: each commit records the streaming query id and batch id.
 
 Spark's checkpoint commits a micro-batch only after ``foreachBatch`` returns, so a crash
-between a Hudi commit and the checkpoint commit replays the batch. Before writing a
-table, the writer reads the newest commit's ``lakehouse.stream`` extra metadata: when it
-already holds this query's id with a batch id at least this one, the table is skipped.
-Inserts also drop incoming keys already stored (record key = primary key +
-``_cdc_position``), so a replay after ``--reset`` or a re-delivered event is stored once.
+between a Hudi commit and the checkpoint commit replays the batch. Before writing a table,
+the writer reads the ``lakehouse.stream`` extra metadata of the table's newest completed
+commit that carries one (Hudi's own timeline API, through the JVM): when it holds this
+query's id with a batch id at least this one, the table is skipped. A replayed batch thus
+skips the tables it already committed and writes the others. Inserts also drop record keys
+already stored (``hoodie.datasource.insert.dup.policy=drop``), so a replay after ``--reset``
+or a re-delivered event is stored once. A commit that failed half-way is rolled back by
+Hudi before the next write.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
-from ingestion.hoodie.config import TableConfig
+from pyspark.sql import DataFrame
 
-STREAM_METADATA_KEY = "lakehouse.stream"
+from ingestion.stream.bronze import COMMIT_METADATA_PREFIX
+from ingestion.stream.hudi_tables import latest_commit, latest_marker
+
+STREAM_METADATA_KEY = COMMIT_METADATA_PREFIX + "stream"
 
 
 @dataclass(frozen=True)
@@ -49,21 +54,18 @@ class CommitOutcome:
     table: str
     instant: str | None
     skipped: bool  # the batch was already committed to this table before a restart
+    rows: int | None = None  # rows written (after the in-batch deduplication)
 
 
-def open_table(path: str, config: TableConfig):
-    from ingestion.hoodie import HoodieTable
-
-    return HoodieTable.create_or_open(path, config)
-
-
-def write_once(path: str, config: TableConfig, data: Any, marker: StreamMarker) -> CommitOutcome:
-    """Insert ``data`` into the table at ``path`` unless ``marker``'s batch is already there."""
-    table = open_table(path, config)
-    with table.writer() as writer:
-        previous = StreamMarker.from_json(table.latest_extra_metadata(STREAM_METADATA_KEY))
-        if previous is not None and previous.covers(marker):
-            return CommitOutcome(config.name, None, skipped=True)
-        instant = writer.write(data, operation="insert", drop_duplicates=True,
-                               extra_metadata={STREAM_METADATA_KEY: marker.to_json()})
-    return CommitOutcome(config.name, instant, skipped=False)
+def write_once(data: DataFrame, path: str, options: dict[str, str], marker: StreamMarker,
+               table: str) -> CommitOutcome:
+    """Insert ``data`` into the Hudi table at ``path`` unless ``marker``'s batch is already there."""
+    spark = data.sparkSession
+    previous = StreamMarker.from_json(latest_marker(spark, path, STREAM_METADATA_KEY))
+    if previous is not None and previous.covers(marker):
+        return CommitOutcome(table, None, skipped=True)
+    before = latest_commit(spark, path)
+    data.write.format("hudi").options(**options).option(STREAM_METADATA_KEY, marker.to_json()) \
+        .mode("append").save(path)
+    after = latest_commit(spark, path)
+    return CommitOutcome(table, after if after != before else None, skipped=False)

@@ -15,7 +15,10 @@ from typing import TextIO
 from ingestion.sources.landing import landing_stream, topics_root
 from ingestion.sources.s3_landing import MirrorRefresher, S3LandingError, S3LandingMirror, is_s3_uri
 from ingestion.stream.batch import BatchProcessor, BatchReport
+from ingestion.stream.bronze import arrow_schema, table_columns, table_path, write_options
 from ingestion.stream.checkpoint import prepare_checkpoint
+from ingestion.stream.hudi_tables import create_empty
+from ingestion.stream.parse import utc_timestamps
 from ingestion.stream.sync_state import CatalogSyncer
 
 log = logging.getLogger("lakehouse.ingest")
@@ -92,6 +95,7 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
         from ingestion.spark import local_spark_session
 
         spark = local_spark_session("lakehouse-ingest")
+    create_missing_tables(spark, options.lake)
     syncer = None
     if options.sync:
         syncer = CatalogSyncer(options.lake, options.thrift_host, options.thrift_port, database=options.database)
@@ -132,6 +136,17 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
         raise IngestError(f"the streaming query failed: {root_cause(str(error))}",
                           "the checkpoint is intact: a restart resumes the failed batch; --verbose for details")
     return IngestSummary(checkpoint, processor.reports)
+
+
+def create_missing_tables(spark, lake: str) -> list[str]:
+    """Create every bronze table (and the dead letters) that does not exist yet, empty and typed."""
+    created = []
+    for table, columns in table_columns().items():
+        if create_empty(spark, table_path(lake, table), utc_timestamps(arrow_schema(columns)), write_options(table)):
+            created.append(table)
+    if created:
+        log.info("created empty bronze tables: %s", ", ".join(created))
+    return created
 
 
 def _s3_mirror(options: IngestOptions) -> S3LandingMirror | None:

@@ -11,9 +11,11 @@ merged back into line order (``LineParser.file_chunks``), so the output is exact
 one of the pure-Python path (``LAKEHOUSE_INGEST_PARSER=python``, ``LineParser.chunks``). Their output is
 compact: one row per (table, worker chunk) holding the rows as an Arrow IPC stream
 (``payload``), already in the bronze table's schema, plus one ``files`` row with the
-bytes read per landing file. The driver collects these few blobs and hands per-table
-Arrow tables to the Hudi writer; no wide union schema and no per-value conversion
-through the JVM.
+bytes read per landing file. Each row's ``detail`` (JSON) says what the driver needs to
+plan the writes without reading a payload: the bytes per landing file (``files``), the
+drift columns (``event``), the dead letters per reason (``dead``). The payloads stay in
+Spark: each table's rows are decoded from them by ``decode_chunks`` on the executors and
+written by Hudi; no wide union schema and no per-value conversion through the JVM.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import base64
 import datetime as dt
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -46,10 +49,11 @@ CHUNKS_SCHEMA = pa.schema([
     pa.field("kind", pa.string()),
     pa.field("table_name", pa.string()),
     pa.field("rows", pa.int64()),
-    pa.field("oldest_source_ts", pa.timestamp("us")),
+    pa.field("oldest_source_ts", pa.timestamp("us", tz="UTC")),
+    pa.field("detail", pa.string()),
     pa.field("payload", pa.binary()),
 ])
-CHUNKS_DDL = "kind string, table_name string, rows bigint, oldest_source_ts timestamp, payload binary"
+CHUNKS_DDL = "kind string, table_name string, rows bigint, oldest_source_ts timestamp, detail string, payload binary"
 
 
 def dead_letter_id(topic: str | None, raw_line: str) -> str:
@@ -128,18 +132,15 @@ class LineParser:
                           self.ingested_at, None)
 
     def event_table(self, table: str, events: list[BronzeEvent]) -> pa.Table:
-        """The bronze rows of ``table`` (contract columns, drift columns as text, metadata)."""
+        """The bronze rows of ``table``: contract columns, metadata, then drift columns as text."""
         schema = self.schemas[table]
         rows = [e.row for e in events]
         arrays = [pa.array([r[f.name] for r in rows], f.type) for f in schema]
         fields = list(schema)
         drift_names = sorted({k for e in events for k in e.extra_columns if _safe_name(k)})
-        if drift_names:
-            contract_count = len(self.contracts[table].columns)
-            for offset, name in enumerate(drift_names):
-                values = [_drift_text(e.extra_columns.get(name)) for e in events]
-                arrays.insert(contract_count + offset, pa.array(values, pa.string()))
-                fields.insert(contract_count + offset, pa.field(name, pa.string()))
+        for name in drift_names:  # after every contract column: Hudi appends new columns at the end
+            arrays.append(pa.array([_drift_text(e.extra_columns.get(name)) for e in events], pa.string()))
+            fields.append(pa.field(name, pa.string()))
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
     def dead_table(self, dead: list[DeadLetter]) -> pa.Table:
@@ -221,28 +222,33 @@ class LineParser:
     def chunk_batch(self, file_bytes: dict[str, int], tables: dict[str, pa.Table], dead: list[DeadLetter],
                     tombstones: int) -> pa.RecordBatch:
         """The compact chunk rows of parsed lines (see the module docstring)."""
-        kinds, names, counts, oldest, payloads = [FILES], [None], [0], [None], [json.dumps(file_bytes).encode()]
+        kinds, names, counts, oldest = [FILES], [None], [0], [None]
+        details, payloads = [json.dumps(file_bytes)], [None]
         for table, data in tables.items():
             kinds.append(EVENT)
             names.append(table)
             counts.append(data.num_rows)
             oldest.append(pc.min(data.column("_cdc_source_ts")).as_py())
+            details.append(json.dumps(data.column_names[len(self.schemas[table]):]))
             payloads.append(to_ipc(data))
         if dead:
             kinds.append(DEAD)
             names.append(DEAD_LETTER_TABLE)
             counts.append(len(dead))
             oldest.append(None)
+            details.append(json.dumps(Counter(d.reason for d in dead)))
             payloads.append(to_ipc(self.dead_table(dead)))
         if tombstones:
             kinds.append(TOMBSTONE)
             names.append(None)
             counts.append(tombstones)
             oldest.append(None)
+            details.append(None)
             payloads.append(None)
         return pa.RecordBatch.from_arrays(
             [pa.array(kinds, pa.string()), pa.array(names, pa.string()), pa.array(counts, pa.int64()),
-             pa.array(oldest, pa.timestamp("us")), pa.array(payloads, pa.binary())],
+             pa.array(oldest, pa.timestamp("us")).cast(pa.timestamp("us", tz="UTC")),
+             pa.array(details, pa.string()), pa.array(payloads, pa.binary())],
             schema=CHUNKS_SCHEMA,
         )
 
@@ -332,3 +338,23 @@ def _lines_batch(files: list[str], indexes: list[int], raws: list[bytes]) -> pa.
         [pa.array(files, pa.string()), pa.array(indexes, pa.int32()), pa.array(raws, pa.binary())],
         names=["landing_file", "line_index", "raw"],
     )
+
+
+def decode_chunks(batches: Iterator[pa.RecordBatch], table: str, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: the rows of ``table`` in ``schema`` from the chunk rows (``table_name``, ``payload``).
+
+    ``schema`` is the table's contract columns plus the batch's drift columns; a chunk
+    without some drift column gets nulls there.
+    """
+    for batch in batches:
+        for name, payload in zip(batch.column("table_name").to_pylist(), batch.column("payload").to_pylist(),
+                                 strict=True):
+            if name != table or payload is None:
+                continue
+            yield from _with_columns(from_ipc(payload), schema).cast(utc_timestamps(schema)).to_batches()
+
+
+def utc_timestamps(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with its naive timestamps (UTC by convention) marked UTC: Spark's ``timestamp``."""
+    return pa.schema([pa.field(f.name, pa.timestamp(f.type.unit, tz="UTC"))
+                      if pa.types.is_timestamp(f.type) and f.type.tz is None else f for f in schema])

@@ -1,4 +1,8 @@
-"""Catalog sync from the stream: best effort, off the batch path, catching up after outages."""
+"""Catalog sync from the stream: best effort, off the batch path, catching up after outages.
+
+Registers every bronze table once, then refreshes the Thrift server's view of each table the
+batches commit to (``ingestion.catalog.sync``).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ingestion.catalog import CatalogSync, ThriftCatalog, ThriftUnavailable
-from ingestion.stream.bronze import all_table_names, placeholder_columns
+from ingestion.stream.bronze import all_table_names
 
 if TYPE_CHECKING:
     from ingestion.stream.batch import BatchReport
@@ -26,13 +30,12 @@ class CatalogSyncer:
     micro-batch (``notify`` hands it the committed tables).
     """
 
-    def __init__(self, lake: str, host: str, port: int, *, database: str = "bronze", retry_seconds: float = 5.0,
-                 grace_seconds: float = 300.0):
+    def __init__(self, lake: str, host: str, port: int, *, database: str = "bronze", retry_seconds: float = 5.0):
         self.lake = lake
         self.catalog = ThriftCatalog(host, port)
-        self.sync = CatalogSync(lake, self.catalog, database=database, grace_seconds=grace_seconds,
-                                placeholder_columns=placeholder_columns())
-        self.pending: set[str] = set(all_table_names())
+        self.sync = CatalogSync(lake, self.catalog, database=database)
+        #: tables to register or refresh, with the newest commit instant known (None: unknown)
+        self.pending: dict[str, str | None] = dict.fromkeys(all_table_names())
         self.retry_seconds = retry_seconds
         self.last_error: str | None = None
         self.synced: dict[str, str] = {}  # synced since the last ``take_synced``
@@ -50,7 +53,7 @@ class CatalogSyncer:
     def notify(self, report: BatchReport) -> None:
         """Queue the batch's committed tables; report what was synced and any error since the last batch."""
         with self._lock:
-            self.pending |= set(report.commits)
+            self.pending.update(report.commits)
             report.synced = self.take_synced()
             report.sync_error = self.last_error
         self._wake.set()
@@ -84,7 +87,7 @@ class CatalogSyncer:
     def run(self, report: BatchReport | None = None, force: bool = False) -> None:
         with self._lock:
             if report is not None:
-                self.pending |= set(report.commits)
+                self.pending.update(report.commits)
             if not self.pending:
                 return
             if not force and time.monotonic() - self._last_failure < self.retry_seconds:
@@ -92,12 +95,12 @@ class CatalogSyncer:
                     report.sync_error = "waiting to retry the Thrift server"
                 return
             # Take the pending set: a commit notified while this pass runs stays pending for the next.
-            tables, self.pending = sorted(self.pending), set()
+            tables, self.pending = dict(sorted(self.pending.items())), {}
         try:
             results = self.sync.sync_tables(tables)
         except ThriftUnavailable as exc:
             with self._lock:
-                self.pending |= set(tables)
+                self.pending = {**tables, **self.pending}
             self._last_failure = time.monotonic()
             self.last_error = str(exc)
             log.warning("catalog sync postponed: %s", exc)
@@ -107,9 +110,9 @@ class CatalogSyncer:
         with self._lock:
             self.last_error = None
             for result in results:
-                if result.status not in ("synced", "unchanged", "placeholder"):
-                    self.pending.add(result.table)
-                if result.status == "synced":
+                if result.status not in ("registered", "refreshed"):
+                    self.pending.setdefault(result.table, result.instant)
+                else:
                     self.synced[result.table] = result.instant or ""
                 if result.status == "failed":
                     self.last_error = f"{result.table}: {result.message}"

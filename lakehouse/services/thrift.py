@@ -21,9 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingestion.spark import spark_home
+from ingestion.spark import HUDI_CONFS, jar_confs, spark_home
 from lakehouse.config import Settings
-from lakehouse.services.hive_llap_stub import JAR_NAME, ensure_stub_jar
 
 MAIN_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 DRIVER_MEMORY = "6g"  # 2 cores / 24 GB machines run the server beside ingestion and tests
@@ -108,9 +107,9 @@ def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={home / 'logs'} -Dderby.language.statementCacheSize=2000"
         ),
-        # The wheel lacks one Hive LLAP interface; without it a closing session can poison
-        # the server (see lakehouse/services/hive_llap_stub.py). start() writes this jar.
-        "spark.driver.extraClassPath": str(stub_jar_path(settings)),
+        # Apache Hudi: the bundle and the other pinned jars, Kryo, Hudi's SQL extension and catalog
+        **HUDI_CONFS,
+        **jar_confs(),
         "spark.sql.catalogImplementation": "hive",
         # Bronze views read hundreds of files: list them in the driver, not in a job per query.
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
@@ -132,10 +131,6 @@ def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
         # are FINISHED at the first poll.
         "spark.sql.hive.thriftServer.async": "false",
     }
-
-
-def stub_jar_path(settings: Settings) -> Path:
-    return settings.home / "lib" / JAR_NAME
 
 
 def _pid_file(settings: Settings) -> Path:
@@ -245,7 +240,6 @@ def start(settings: Settings, ui: bool = False, timeout: float = 240.0) -> Serve
     java_executable()
     for directory in (settings.home, settings.logs_dir, settings.run_dir):
         directory.mkdir(parents=True, exist_ok=True)
-    ensure_stub_jar(stub_jar_path(settings).parent)
     command = [str(spark_home() / "bin" / "spark-submit"), "--class", MAIN_CLASS]
     for key, value in server_confs(settings, ui).items():
         command += ["--conf", f"{key}={value}"]
@@ -253,6 +247,10 @@ def start(settings: Settings, ui: bool = False, timeout: float = 240.0) -> Serve
         "--hiveconf", f"hive.server2.thrift.bind.host={host}",
         "--hiveconf", f"hive.server2.thrift.port={port}",
         "--hiveconf", "hive.server2.enable.doAs=false",
+        # Hive's per-session scratch and operation-log directories default to /tmp/<user>
+        "--hiveconf", f"hive.server2.logging.operation.log.location={settings.home / 'hive' / 'operation_logs'}",
+        "--hiveconf", f"hive.exec.scratchdir={settings.home / 'hive' / 'scratch'}",
+        "--hiveconf", f"hive.exec.local.scratchdir={settings.home / 'hive' / 'local_scratch'}",
         "spark-internal",
     ]  # fmt: skip
     log = log_file(settings)

@@ -118,9 +118,10 @@ def test_cli_status_reports_running_server(thrift_server):
 def test_hive_function_registry_initializes_in_the_server(thrift_server):
     """Closing a session can run Hive's FunctionRegistry initializer in the server.
 
-    On the bare pyspark wheel it fails (a missing LLAP interface) and the server then hangs on
-    later session closes; ``lakehouse/services/hive_llap_stub.py`` supplies the interface. Loading the
-    class through the server proves the initializer now completes in that JVM.
+    Its initializer needs Hive's LLAP interfaces (``LlapSigner$Signable``); without them the
+    server hangs on later session closes (SPARK-51041). The pyspark 3.5 wheel ships
+    ``hive-llap-common``; loading the class through the server proves the initializer
+    completes in that JVM.
     """
     rows = thrift_server.sql(
         "SELECT reflect('java.lang.Class', 'forName', 'org.apache.hadoop.hive.ql.exec.FunctionRegistry')"

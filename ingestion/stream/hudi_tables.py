@@ -1,0 +1,61 @@
+"""The lake's Hudi tables as Apache Hudi sees them (its Java API, through the driver's JVM).
+
+Existence, the newest completed commit, the extra metadata of recent commits, and the
+creation of an empty table (so that every bronze table exists, typed, before its first
+event: dbt's sources then find all of them).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
+
+#: Completed commits looked at (newest first) for a marker: table services (clustering) and
+#: dead-letter replays commit without one.
+MARKER_LOOKBACK = 20
+
+
+def _meta_client(spark: SparkSession, path: str):
+    jvm = spark.sparkContext._jvm
+    storage_conf = jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(
+        spark.sparkContext._jsc.hadoopConfiguration())
+    return jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder() \
+        .setConf(storage_conf).setBasePath(path).build()
+
+
+def table_exists(spark: SparkSession, path: str) -> bool:
+    """Whether ``path`` holds a Hudi table (its ``.hoodie/hoodie.properties``)."""
+    jvm = spark.sparkContext._jvm
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(f"{path.rstrip('/')}/.hoodie/hoodie.properties")
+    return bool(hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(hadoop_path))
+
+
+def latest_commit(spark: SparkSession, path: str) -> str | None:
+    """The newest completed commit instant of the table at ``path`` (None: no table or no commit)."""
+    if not table_exists(spark, path):
+        return None
+    last = _meta_client(spark, path).getActiveTimeline().getCommitsTimeline().filterCompletedInstants().lastInstant()
+    return last.get().requestedTime() if last.isPresent() else None
+
+
+def latest_marker(spark: SparkSession, path: str, key: str) -> str | None:
+    """``key`` of the newest completed commit (of the last ``MARKER_LOOKBACK``) that carries it."""
+    if not table_exists(spark, path):
+        return None
+    timeline = _meta_client(spark, path).getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
+    instants = timeline.getReverseOrderedInstants().limit(MARKER_LOOKBACK).toArray()
+    for instant in instants:
+        value = timeline.readCommitMetadata(instant).getMetadata(key)
+        if value:
+            return str(value)
+    return None
+
+
+def create_empty(spark: SparkSession, path: str, schema: pa.Schema, options: dict[str, str]) -> bool:
+    """Create the Hudi table at ``path`` with ``schema`` and an empty commit, unless it exists."""
+    if table_exists(spark, path):
+        return False
+    spark.createDataFrame([], from_arrow_schema(schema)).write.format("hudi").options(**options) \
+        .mode("append").save(path)
+    return True
