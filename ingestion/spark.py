@@ -19,6 +19,8 @@ DEFAULT_CONFS: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.driver.memory": "4g",
     "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={Path(__file__).with_name('log4j2.properties')}",
 }
 
 
@@ -76,6 +78,4 @@ def local_spark_session(
     confs.update(extra_confs or {})
     for key, value in confs.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("WARN")
-    return session
+    return builder.getOrCreate()

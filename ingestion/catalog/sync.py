@@ -4,11 +4,11 @@ The embedded Derby metastore admits one JVM, the Thrift server's, so the ingesti
 each bronze table through that server: ``CREATE TABLE IF NOT EXISTS bronze.<table> USING hudi
 LOCATION '<path>'`` once per table (Spark's Hudi catalog takes the schema, record key and
 partitioning from the table's own ``.hoodie``). Hudi tables need no partition registration:
-Hudi's file index lists them from the table. After a commit a ``REFRESH TABLE`` drops the
-server's cached relation and file listing, so the next query sees the new commit (Spark caches
-a table's relation across queries). A name registered otherwise (a view left by an older
-checkout, a table at another location) is dropped (metadata only: the tables are external)
-and registered again.
+Hudi's file index lists them from the table's timeline at each query, and the managed Thrift
+server keeps no relation cache (``spark.sql.filesourceTableRelationCacheSize=0``, see
+``lakehouse.services.thrift``), so every query, in any session, sees the latest commit with
+nothing to refresh. A name registered otherwise (a view left by an older checkout, a table
+at another location) is dropped (metadata only: the tables are external) and registered again.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from ingestion.catalog.thrift_client import ThriftCatalog, ThriftUnavailable
 log = logging.getLogger(__name__)
 
 DATABASE = "bronze"
+#: The Hudi table version the lake is written at (ingestion.stream.bronze).
+TABLE_VERSION = "6"
 
 
 def table_location(lake: str | Path, table: str) -> str:
@@ -54,14 +56,14 @@ def _same_location(registered: str, wanted: str) -> bool:
 @dataclass
 class SyncResult:
     table: str
-    status: str  # registered | refreshed | missing | failed
+    status: str  # registered | unchanged | missing | failed
     instant: str | None = None  # the newest commit the caller knew of when it asked
     seconds: float = 0.0
     message: str = ""
 
 
 class CatalogSync:
-    """Registers and refreshes the bronze tables of one lake behind one Thrift server."""
+    """Registers the bronze tables of one lake behind one Thrift server (once per table and process)."""
 
     def __init__(self, lake: str | Path, catalog: ThriftCatalog, *, database: str = DATABASE):
         self.lake = str(lake)
@@ -90,8 +92,7 @@ class CatalogSync:
             return SyncResult(table, "missing", instant, message=f"no Hudi table at {location}")
         db, name = quote_identifier(self.database), quote_identifier(table)
         if table in self._registered:
-            self.catalog.execute(f"REFRESH TABLE {db}.{name}")
-            return SyncResult(table, "refreshed", instant, time.monotonic() - started)
+            return SyncResult(table, "unchanged", instant, time.monotonic() - started)
         self.catalog.execute(f"CREATE DATABASE IF NOT EXISTS {db}")
         kind, registered = self.registration(table)
         if kind is not None and (kind == "VIEW" or registered is None or not _same_location(registered, location)):
@@ -99,9 +100,11 @@ class CatalogSync:
             self.catalog.execute(f"DROP {'VIEW' if kind == 'VIEW' else 'TABLE'} IF EXISTS {db}.{name}")
             kind = None
         if kind is None:
-            self.catalog.execute(f"CREATE TABLE IF NOT EXISTS {db}.{name} USING hudi LOCATION {quote_location(location)}")
-        else:
-            self.catalog.execute(f"REFRESH TABLE {db}.{name}")
+            # the table version pinned in the catalog too: a SQL write through the server
+            # (none is expected) must not upgrade a version-6 table that Athena/EMR 0.x read
+            self.catalog.execute(
+                f"CREATE TABLE IF NOT EXISTS {db}.{name} USING hudi LOCATION {quote_location(location)} "
+                f"TBLPROPERTIES ('hoodie.write.table.version' = '{TABLE_VERSION}')")
         self._registered.add(table)
         return SyncResult(table, "registered", instant, time.monotonic() - started)
 
@@ -123,6 +126,13 @@ class CatalogSync:
         return results
 
 
+def registered_tables(catalog: ThriftCatalog, database: str = DATABASE) -> set[str]:
+    """The tables and views of ``database`` in the metastore (empty when it does not exist)."""
+    db = quote_identifier(database)
+    catalog.execute(f"CREATE DATABASE IF NOT EXISTS {db}")
+    return {str(row[1]) for row in catalog.execute(f"SHOW TABLES IN {db}") if len(row) > 2 and not row[2]}
+
+
 def discover_tables(lake: str | Path) -> list[str]:
     """Names of the Hudi tables under a local ``<lake>/bronze/``."""
     root = Path(str(lake)) / "bronze"
@@ -133,7 +143,7 @@ def discover_tables(lake: str | Path) -> list[str]:
 
 def sync_lake(lake: str | Path, host: str, port: int, tables: Iterable[str] | None = None,
               database: str = DATABASE) -> list[SyncResult]:
-    """Register (or refresh) every bronze table of ``lake``, or the given ones, through ``host:port``."""
+    """Register every bronze table of ``lake``, or the given ones, through ``host:port``."""
     names = list(tables) if tables is not None else discover_tables(lake)
     with ThriftCatalog(host, port) as catalog:
         return CatalogSync(lake, catalog, database=database).sync_tables(names)

@@ -17,22 +17,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ingestion.cdc.contracts import BRONZE_ORDERING_COLUMN, topic_map
 from ingestion.cdc.parser import BronzeEvent, DeadLetter, Tombstone, parse_line
-from ingestion.stream.batch import dedupe
 from ingestion.stream.bronze import (
+    COMMIT_METADATA_PREFIX,
     DEAD_LETTER_KEY,
     DEAD_LETTER_TABLE,
-    bronze_config,
     bronze_contracts,
-    dead_letter_config,
     table_path,
+    write_options,
 )
-from ingestion.stream.parse import LineParser
+from ingestion.stream.hudi_tables import latest_commit
+from ingestion.stream.parse import LineParser, utc_timestamps
 from ingestion.stream.reading import is_table, read_latest
 
-REPLAY_METADATA_KEY = "lakehouse.dead_letter_replay"
+REPLAY_METADATA_KEY = COMMIT_METADATA_PREFIX + "dead_letter_replay"
 
 
 class DeadLetterError(ValueError):
@@ -97,8 +98,6 @@ class ReplayResult:
 def replay(lake: str, rows: list[dict], *, fixes: dict[str, dict] | None = None,
            dry_run: bool = False) -> ReplayResult:
     """Re-parse ``rows`` (from ``list_dead_letters``) and move the ones that now parse into bronze."""
-    from ingestion.hoodie import HoodieTable
-
     fixes = fixes or {}
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     topics = topic_map()
@@ -135,23 +134,48 @@ def replay(lake: str, rows: list[dict], *, fixes: dict[str, dict] | None = None,
     if dry_run or not resolved:
         return result
     marker = json.dumps({"replayed_at": now.isoformat(), "dead_letters": len(resolved)})
-    contracts = bronze_contracts()
+    spark = spark_session()
     builder = LineParser(now)
+    contracts = bronze_contracts()
     for table, table_events in sorted(events.items()):
-        contract = contracts[table]
-        data = dedupe(builder.event_table(table, table_events), [*contract.primary_key, BRONZE_ORDERING_COLUMN])
-        hoodie = HoodieTable.create_or_open(table_path(lake, table), bronze_config(contract))
-        with hoodie.writer() as writer:
-            instant = writer.write(data, operation="insert", drop_duplicates=True,
-                                   extra_metadata={REPLAY_METADATA_KEY: marker})
+        # keys already in bronze are dropped by the insert policy; within the selection, the first wins
+        keys = [*contracts[table].primary_key, BRONZE_ORDERING_COLUMN]
+        instant = _write(spark, lake, table, first_rows(builder.event_table(table, table_events), keys), marker)
         if instant:
             result.commits[table] = instant
-    dead = HoodieTable.create_or_open(table_path(lake, DEAD_LETTER_TABLE), dead_letter_config())
-    keys = pa.Table.from_pylist([{k: v for k, v in r.items()} for r in resolved],
-                                schema=builder.dead_schema)
-    with dead.writer() as writer:
-        instant = writer.write(keys, operation="delete", extra_metadata={REPLAY_METADATA_KEY: marker})
+    keys = pa.Table.from_pylist([dict(r) for r in resolved], schema=builder.dead_schema)
+    instant = _write(spark, lake, DEAD_LETTER_TABLE, keys, marker, operation="delete")
     if instant:
         result.commits[DEAD_LETTER_TABLE] = instant
     result.removed = len(resolved)
     return result
+
+
+def first_rows(table: pa.Table, keys: list[str]) -> pa.Table:
+    """The first row of every key (input order)."""
+    if table.num_rows < 2:
+        return table
+    indexed = table.append_column("__row", pa.array(range(table.num_rows), pa.int64()))
+    firsts = indexed.group_by(keys, use_threads=False).aggregate([("__row", "min")]).column("__row_min")
+    return table.take(pc.take(firsts, pc.sort_indices(firsts)))
+
+
+def spark_session():
+    from ingestion.spark import local_spark_session
+
+    return local_spark_session("lakehouse-dead-letter-replay")
+
+
+def _write(spark, lake: str, table: str, data: pa.Table, marker: str, operation: str = "insert") -> str | None:
+    """One Hudi commit of ``data`` into ``table`` (``insert`` or ``delete``); its instant (None: none made)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    path = table_path(lake, table)
+    schema = utc_timestamps(data.schema)
+    frame = spark.createDataFrame(data.cast(schema).to_pandas(), from_arrow_schema(schema))
+    before = latest_commit(spark, path)
+    frame.write.format("hudi").options(**write_options(table)) \
+        .option("hoodie.datasource.write.operation", operation).option(REPLAY_METADATA_KEY, marker) \
+        .mode("append").save(path)
+    after = latest_commit(spark, path)
+    return after if after != before else None

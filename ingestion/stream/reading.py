@@ -1,36 +1,50 @@
-"""Read bronze tables through ``ingestion.hoodie``'s file-system view (latest committed base files)."""
+"""Light reads of the lake's Hudi tables for the operator's commands (status, dead-letter list).
+
+Through hudi-rs (the ``hudi`` package, a Hudi reader without a JVM), so ``lakehouse status``
+answers in a second; everything the ingestion writes goes through Apache Hudi's Java writer.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pyarrow as pa
-import pyarrow.parquet as pq
+from hudi import HudiReadOptions, HudiTableBuilder
 
 
-def is_table(path: str | Path) -> bool:
-    return (Path(path) / ".hoodie" / "hoodie.properties").exists()
+def is_table(path: str) -> bool:
+    """Whether a local ``path`` (or ``file:`` URI) holds a Hudi table."""
+    parsed = urlparse(path)
+    if parsed.scheme not in ("", "file"):
+        return True
+    return (Path(parsed.path if parsed.scheme else path) / ".hoodie" / "hoodie.properties").is_file()
 
 
-def latest_files(path: str | Path) -> list:
-    from ingestion.hoodie import HoodieTable
-
-    return HoodieTable.open(str(path)).latest_base_files()
+def _open(path: str):
+    return HudiTableBuilder.from_base_uri(str(path)).build()
 
 
-def read_latest(path: str | Path, columns: list[str] | None = None) -> pa.Table | None:
-    """The latest snapshot of a table (optionally only ``columns``), or None when nothing is committed."""
-    files = latest_files(path)
-    if not files:
-        return None
-    tables = []
-    for base_file in files:
-        parquet = pq.ParquetFile(base_file.path)
-        wanted = None if columns is None else [c for c in columns if c in parquet.schema_arrow.names]
-        tables.append(parquet.read(columns=wanted))
-    return pa.concat_tables(tables, promote_options="default")
+def completed_commits(path: str) -> list[str]:
+    """Instants of the table's completed commits, oldest first."""
+    return [instant.timestamp for instant in _open(path).get_timeline().get_completed_commits()]
 
 
-def row_count(path: str | Path) -> int:
-    """Rows of the latest snapshot, from the parquet footers only."""
-    return sum(pq.ParquetFile(f.path).metadata.num_rows for f in latest_files(path))
+def read_latest(path: str, columns: list[str] | None = None) -> pa.Table | None:
+    """The latest snapshot (optionally only ``columns``), or None when no row is committed."""
+    options = HudiReadOptions()
+    if columns is not None:
+        options = options.with_projection(columns)
+    batches = _open(path).read(options)
+    return pa.Table.from_batches(batches) if batches else None
+
+
+def row_count(path: str) -> int:
+    """Rows of the latest snapshot (read from the record keys only)."""
+    table = read_latest(path, ["_hoodie_record_key"])
+    return 0 if table is None else table.num_rows
+
+
+def column_names(path: str) -> list[str]:
+    """The data columns of the table's latest schema (no ``_hoodie_*`` meta columns)."""
+    return list(_open(path).get_schema().names)

@@ -1,4 +1,4 @@
-"""What ``lakehouse status`` reports: per bronze table commits, sync, rows, lag, drift, dead letters."""
+"""What ``lakehouse status`` reports: per bronze table commits, registration, rows, lag, drift, dead letters."""
 
 from __future__ import annotations
 
@@ -11,10 +11,7 @@ from pathlib import Path
 from ingestion.sources.landing import LANDING_GLOB, topics_root
 from ingestion.stream.bronze import DEAD_LETTER_TABLE, all_table_names, bronze_contracts, table_path
 from ingestion.stream.checkpoint import checkpoint_dir
-from ingestion.stream.reading import is_table, read_latest, row_count
-
-HOODIE_META = {"_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
-               "_hoodie_file_name"}
+from ingestion.stream.reading import column_names, completed_commits, is_table, read_latest, row_count
 
 
 @dataclass
@@ -22,11 +19,10 @@ class TableStatus:
     table: str
     exists: bool
     last_commit: str | None = None
-    last_synced: str | None = None
+    registered: bool | None = None  # in the metastore behind the Thrift server (None: not asked)
     commits: int = 0
     rows: int = 0
     commit_age_seconds: float | None = None
-    unsynced_commits: int | None = None
     drift_columns: list[str] = field(default_factory=list)
     dead_letters: int = 0
     dead_letters_by_reason: dict[str, int] = field(default_factory=dict)
@@ -75,35 +71,29 @@ def processed_files(checkpoint: Path) -> int | None:
     return len(seen)
 
 
-def table_status(lake: str, table: str, synced: dict[str, str], now: dt.datetime) -> TableStatus:
-    from ingestion.hoodie import HoodieTable
-
+def table_status(lake: str, table: str, registered: set[str] | None, now: dt.datetime) -> TableStatus:
     path = table_path(lake, table)
+    known = None if registered is None else table in registered
     if not is_table(path):
-        return TableStatus(table, exists=False, last_synced=synced.get(table))
-    hoodie = HoodieTable.open(path)
-    instants = hoodie.completed_instants()
-    status = TableStatus(table, exists=True, commits=len(instants), last_synced=synced.get(table))
+        return TableStatus(table, exists=False, registered=known)
+    instants = completed_commits(path)
+    status = TableStatus(table, exists=True, commits=len(instants), registered=known)
     if instants:
         status.last_commit = instants[-1]
         status.commit_age_seconds = round((now - instant_to_datetime(instants[-1])).total_seconds(), 1)
         status.rows = row_count(path)
-        if synced:
-            status.unsynced_commits = len([i for i in instants if status.last_synced is None
-                                           or i > status.last_synced])
     contracts = bronze_contracts()
     if table in contracts:
-        schema = hoodie.schema()
-        known = {name for name, _ in contracts[table].bronze_columns} | HOODIE_META
-        status.drift_columns = [n for n in (schema.names if schema is not None else []) if n not in known]
+        expected = {name for name, _ in contracts[table].bronze_columns}
+        status.drift_columns = [n for n in column_names(path) if n not in expected]
     return status
 
 
-def lake_status(lake: str, landing: str, checkpoints_root: Path, synced: dict[str, str] | None = None,
+def lake_status(lake: str, landing: str, checkpoints_root: Path, registered: set[str] | None = None,
                 sync_error: str | None = None) -> LakeStatus:
+    """``registered``: the tables of the bronze database the Thrift server knows (None: not asked)."""
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    synced = synced or {}
-    tables = [table_status(lake, t, synced, now) for t in all_table_names()]
+    tables = [table_status(lake, t, registered, now) for t in all_table_names()]
     dead_path = table_path(lake, DEAD_LETTER_TABLE)
     if is_table(dead_path):
         dead = read_latest(dead_path, ["table_name", "reason"])

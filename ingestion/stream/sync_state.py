@@ -1,7 +1,7 @@
 """Catalog sync from the stream: best effort, off the batch path, catching up after outages.
 
-Registers every bronze table once, then refreshes the Thrift server's view of each table the
-batches commit to (``ingestion.catalog.sync``).
+Registers every bronze table once (``ingestion.catalog.sync``); a table that could not be
+registered (the Thrift server down) stays pending and is retried.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ class CatalogSyncer:
         with self._lock:
             self.last_error = None
             for result in results:
-                if result.status not in ("registered", "refreshed"):
+                if result.status not in ("registered", "unchanged"):
                     self.pending.setdefault(result.table, result.instant)
                 else:
                     self.synced[result.table] = result.instant or ""

@@ -1,4 +1,4 @@
-"""``lakehouse status``: per bronze table last commit, last synced commit, rows, lag, drift, dead letters."""
+"""``lakehouse status``: per bronze table last commit, registration, rows, lag, drift, dead letters."""
 
 from __future__ import annotations
 
@@ -11,36 +11,38 @@ from lakehouse.config import load_settings
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "status",
-        help="show bronze tables: last commit, last synced commit, rows, lag, drift, dead letters",
-        description="Read the bronze tables' timelines and the synced view properties (through the Thrift "
-        "server, when it answers) and print one line per table.",
+        help="show bronze tables: last commit, registration, rows, lag, drift, dead letters",
+        description="Read the bronze tables' timelines (hudi-rs) and which tables the metastore knows "
+        "(through the Thrift server, when it answers) and print one line per table.",
     )
     parser.add_argument("--landing", help="landing zone (default: $LAKEHOUSE_LANDING)")
     parser.add_argument("--lake", help="lake root (default: $LAKEHOUSE_LAKE)")
     parser.add_argument("--thrift-host", help="Thrift server host (default: $LAKEHOUSE_THRIFT_HOST)")
     parser.add_argument("--thrift-port", type=int, help="Thrift server port (default: $LAKEHOUSE_THRIFT_PORT)")
-    parser.add_argument("--no-catalog", action="store_true", help="do not ask the Thrift server for synced instants")
+    parser.add_argument("--no-catalog", action="store_true",
+                        help="do not ask the Thrift server which tables are registered")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ingestion.catalog import CatalogSync, ThriftCatalog, ThriftUnavailable
+    from ingestion.catalog import ThriftCatalog, ThriftUnavailable
+    from ingestion.catalog.sync import registered_tables
     from ingestion.stream.status import lake_status
 
     settings = load_settings()
     lake = args.lake or settings.lake
     landing = args.landing or settings.landing
-    synced: dict[str, str] = {}
+    registered: set[str] | None = None
     sync_error = None
     if not args.no_catalog:
         host, port = args.thrift_host or settings.thrift_host, args.thrift_port or settings.thrift_port
         try:
             with ThriftCatalog(host, port, connect_timeout=2.0) as catalog:
-                synced = CatalogSync(lake, catalog).synced_instants()
+                registered = registered_tables(catalog)
         except ThriftUnavailable as exc:
             sync_error = str(exc)
-    status = lake_status(lake, landing, settings.checkpoints_dir, synced, sync_error)
+    status = lake_status(lake, landing, settings.checkpoints_dir, registered, sync_error)
     if args.json:
         sys.stdout.write(status.to_json() + "\n")
         return 0
@@ -53,18 +55,16 @@ def _print_table(status) -> None:
     from rich.table import Table
 
     table = Table(title=f"bronze tables in {status.lake}")
-    for name in ("table", "last commit", "last synced", "rows", "commit age", "drift", "dead letters"):
+    for name in ("table", "last commit", "in catalog", "rows", "commit age", "drift", "dead letters"):
         table.add_column(name, justify="right" if name in ("rows", "commit age", "dead letters") else "left")
     for item in status.tables:
+        registered = {None: "?", True: "yes", False: "no"}[item.registered]
         if not item.exists:
-            table.add_row(item.table, "-", item.last_synced or "-", "-", "-", "-", str(item.dead_letters or ""))
+            table.add_row(item.table, "-", registered, "-", "-", "-", str(item.dead_letters or ""))
             continue
-        synced = item.last_synced or "-"
-        if item.unsynced_commits:
-            synced += f" ({item.unsynced_commits} behind)"
         age = "-" if item.commit_age_seconds is None else f"{item.commit_age_seconds:.0f}s"
         reasons = ", ".join(f"{k}={v}" for k, v in item.dead_letters_by_reason.items())
-        table.add_row(item.table, item.last_commit or "-", synced, str(item.rows), age,
+        table.add_row(item.table, item.last_commit or "-", registered, str(item.rows), age,
                       ", ".join(item.drift_columns) or "-",
                       f"{item.dead_letters} ({reasons})" if item.dead_letters else "0")
     console = Console()

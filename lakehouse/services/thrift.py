@@ -110,6 +110,10 @@ def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
         # Apache Hudi: the bundle and the other pinned jars, Kryo, Hudi's SQL extension and catalog
         **HUDI_CONFS,
         **jar_confs(),
+        # No cached table relations: Hudi's file index then reads each table's timeline at
+        # every query, so a long-lived session (a BI tool, a pooled connection) sees every
+        # new commit without a REFRESH TABLE (each session has its own relation cache).
+        "spark.sql.filesourceTableRelationCacheSize": "0",
         "spark.sql.catalogImplementation": "hive",
         # Bronze views read hundreds of files: list them in the driver, not in a job per query.
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",

@@ -1,4 +1,4 @@
-"""Fixtures of the Hudi writer tests: unpacked copies of the Java-written tables."""
+"""Fixtures of the judge tests: unpacked copies of the Java-written tables."""
 
 from __future__ import annotations
 

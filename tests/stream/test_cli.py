@@ -1,4 +1,4 @@
-"""CLI behaviour that needs no JVM: usage errors name the input; status and sync on an in-process lake."""
+"""CLI usage errors name the input; status and sync on a lake the ingestion built (read without a JVM)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import pytest
 from lakehouse.cli import main as cli_main
 from simulator.oracle import load_oracle
 from tests.stream.judge import hudi_rows
-from tests.stream.test_dead_letter_replay import build_lake_in_process, simulate
+from tests.stream.test_dead_letter_replay import build_lake, simulate
 
 
 @pytest.fixture(scope="module")
-def small_lake(tmp_path_factory) -> tuple[Path, Path]:
+def small_lake(tmp_path_factory, spark) -> tuple[Path, Path]:
     base = tmp_path_factory.mktemp("cli-lake")
     landing, lake = base / "landing", base / "lake"
     simulate(landing, fmt="mixed", changes=150, inject_bad=9)
-    build_lake_in_process(landing, lake)
+    build_lake(spark, landing, lake)
     return landing, lake
 
 
@@ -61,14 +61,14 @@ def test_status_counts_rows_and_dead_letters(small_lake, capsys, monkeypatch, tm
     assert status["landed_files"] == len(list((landing / "topics").rglob("*.json")))
 
 
-def test_status_reports_schema_drift(tmp_path, capsys, monkeypatch) -> None:
+def test_status_reports_schema_drift(tmp_path, capsys, monkeypatch, spark) -> None:
     landing, lake = tmp_path / "landing", tmp_path / "lake"
     folder = landing / "topics" / "tickit.ems.category" / "partition=0"
     folder.mkdir(parents=True)
     line = {"catid": 1, "catgroup": "Sports", "catname": "MLB", "catdesc": "Baseball", "catcolor": "blue",
             "__op": "c", "__deleted": "false", "__source_ts_ms": 1700000000000, "__lsn": 10, "__txId": 5}
     (folder / "tickit.ems.category+0+0000000000.json").write_text(json.dumps(line) + "\n")
-    build_lake_in_process(landing, lake)
+    build_lake(spark, landing, lake)
     monkeypatch.setenv("LAKEHOUSE_HOME", str(tmp_path / "home"))
     assert cli_main(["status", "--json", "--no-catalog", "--lake", str(lake), "--landing", str(landing)]) == 0
     tables = {t["table"]: t for t in json.loads(capsys.readouterr().out)["tables"]}

@@ -1,4 +1,4 @@
-"""dead-letter list/replay on a lake built without Spark (the same parse + commit code, driven in-process).
+"""dead-letter list/replay on a lake the ingestion built (``run_ingest --once``, no catalog).
 
 Judges: the simulator's oracle (which lines are bad and why), hudi-rs reads (what the
 tables hold after a replay) and the project's cdc parser applied to the corrected line.
@@ -8,49 +8,45 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from ingestion.cdc.parser import BronzeEvent, parse_line
-from ingestion.stream.bronze import bronze_config, bronze_contracts, dead_letter_config, table_path
-from ingestion.stream.commit import StreamMarker, write_once
+from ingestion.stream import IngestOptions, run_ingest
+from ingestion.stream.bronze import bronze_contracts, table_path
 from ingestion.stream.dead_letters import list_dead_letters, replay
-from ingestion.stream.parse import LineParser
 from lakehouse.cli import main as cli_main
 from simulator.oracle import load_oracle
 from tests.stream.conftest import simulate
-from tests.stream.judge import dead_letter_tuples_bronze, dead_letter_tuples_oracle, hudi_rows
+from tests.stream.judge import dead_letter_tuples_bronze, dead_letter_tuples_oracle, hudi_commits, hudi_rows
 
 NOW = dt.datetime(2026, 2, 1)
 
 
-def build_lake_in_process(landing: Path, lake: Path) -> None:
-    """Parse every landed line with the stream's LineParser and commit like one micro-batch."""
-    files, indexes, raws = [], [], []
-    for path in sorted((landing / "topics").rglob("*.json")):
-        relative = str(path.relative_to(landing))
-        lines = path.read_bytes().split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
-        files += [relative] * len(lines)
-        indexes += range(len(lines))
-        raws += lines
-    parser = LineParser(NOW)
-    events, dead, _ = parser.parse(files, indexes, raws)
-    marker = StreamMarker("test", 0, "test")
-    for table, table_events in events.items():
-        write_once(table_path(lake, table), bronze_config(bronze_contracts()[table]),
-                   parser.event_table(table, table_events), marker)
-    write_once(table_path(lake, "dead_letter"), dead_letter_config(), parser.dead_table(dead), marker)
+def build_lake(spark, landing: Path, lake: Path) -> None:
+    """Ingest every landed file into ``lake`` (``--once``, no catalog sync)."""
+    options = IngestOptions(landing=str(landing), lake=str(lake), checkpoints_root=lake.parent / "checkpoints",
+                            once=True, sync=False)
+    run_ingest(options, spark=spark, log_stream=None)
+
+
+@pytest.fixture(scope="module")
+def built_lake(tmp_path_factory, spark) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("dead-letters")
+    landing, lake = base / "landing", base / "lake"
+    simulate(landing, fmt="envelope", changes=200, inject_bad=12)
+    build_lake(spark, landing, lake)
+    return landing, lake
 
 
 @pytest.fixture()
-def lake_with_dead_letters(tmp_path: Path) -> tuple[Path, Path]:
-    landing, lake = tmp_path / "landing", tmp_path / "lake"
-    simulate(landing, fmt="envelope", changes=200, inject_bad=12)
-    build_lake_in_process(landing, lake)
-    return landing, lake
+def lake_with_dead_letters(built_lake, tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the built lake of its own for each test (replays change it)."""
+    landing, lake = built_lake
+    shutil.copytree(lake, tmp_path / "lake")
+    return landing, tmp_path / "lake"
 
 
 def test_list_matches_the_oracle(lake_with_dead_letters) -> None:
@@ -78,19 +74,30 @@ def test_replay_of_a_corrected_line_moves_it_into_bronze_once(lake_with_dead_let
     table = expected.table
     key_columns = [*bronze_contracts()[table].primary_key, "_cdc_position"]
     before = len(hudi_rows(table_path(lake, table)))
+    dead_before = {r["dead_letter_id"]: r for r in hudi_rows(table_path(lake, "dead_letter"))}
 
-    for _ in range(2):  # a second replay of the same fix changes nothing
-        code = cli_main(["dead-letter", "replay", "--lake", str(lake), "--fixes", str(fixes)])
-        assert code == 0
+    code = cli_main(["dead-letter", "replay", "--lake", str(lake), "--fixes", str(fixes)])
+    assert code == 0
+    assert "replayed 1 events" in capsys.readouterr().out
+    commits = {t: hudi_commits(table_path(lake, t)) for t in (table, "dead_letter")}
+    # a second replay of the same fix changes nothing (the dead letter is gone: no commit at all)
+    assert cli_main(["dead-letter", "replay", "--lake", str(lake), "--fixes", str(fixes)]) == 0
+    assert {t: hudi_commits(table_path(lake, t)) for t in commits} == commits
     rows = hudi_rows(table_path(lake, table))
     assert len(rows) == before + 1
     matches = [r for r in rows if all(r[k] == expected.row[k] for k in key_columns)]
     assert len(matches) == 1
     assert matches[0]["_cdc_op"] == "c"
-    remaining = {r["dead_letter_id"] for r in hudi_rows(table_path(lake, "dead_letter"))}
-    assert bad["dead_letter_id"] not in remaining
+    # every value as the parser gives it (timestamps included), but the ingestion time
+    assert {k: matches[0][k] for k in expected.row if k != "_cdc_ingested_at"} == {
+        k: v for k, v in expected.row.items() if k != "_cdc_ingested_at"}
+    remaining = {r["dead_letter_id"]: r for r in hudi_rows(table_path(lake, "dead_letter"))}
+    assert set(remaining) == set(dead_before) - {bad["dead_letter_id"]}
     assert len(remaining) == len(load_oracle(str(landing)).dead_letters()) - 1
-    assert "replayed 1 events" in capsys.readouterr().out
+    def data(row: dict) -> dict:
+        return {k: v for k, v in row.items() if not k.startswith("_hoodie")}
+
+    assert all(data(remaining[k]) == data(dead_before[k]) for k in remaining)  # the others untouched
 
 
 def test_replay_without_fix_keeps_lines_that_still_fail(lake_with_dead_letters) -> None:
