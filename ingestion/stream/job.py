@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from pyspark.errors import StreamingQueryException
+
 from ingestion.sources.landing import landing_stream, topics_root
 from ingestion.sources.s3_landing import MirrorRefresher, S3LandingError, S3LandingMirror, is_s3_uri
 from ingestion.stream.batch import BatchProcessor, BatchReport
@@ -122,6 +124,8 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
             _wait(query, options.timeout_seconds, stop_event)
     except KeyboardInterrupt:
         log.info("stopping the stream (interrupted)")
+    except StreamingQueryException:
+        pass  # the query failed: reported below, from query.exception(), as an IngestError
     finally:
         if refresher is not None:
             refresher.stop()

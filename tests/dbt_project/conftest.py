@@ -27,7 +27,8 @@ class DbtLakehouse:
     fixture: TickitFixture
     events: dict[str, list[dict]]
 
-    def commit(self, events: dict[str, list[dict]]) -> str:
+    def commit(self, events: dict[str, list[dict]]) -> dict[str, str]:
+        """One bronze Hudi commit per table with events; their instants."""
         for table, rows in events.items():
             self.events.setdefault(table, []).extend(rows)
         return self.loader.commit(events)
@@ -53,11 +54,11 @@ class DbtLakehouse:
         return sorted(self.sql(f"select * from {relation}"), key=repr)
 
 
-def reset_lakehouse(server, tmp_path) -> DbtLakehouse:
-    """Drop every dbt schema and reload bronze with the fixture's initial events."""
+def reset_lakehouse(server, spark, tmp_path) -> DbtLakehouse:
+    """Drop every dbt schema and reload bronze (a fresh lake) with the fixture's initial events."""
     for schema in LAYER_SCHEMAS:
         thrift.run_sql(server.host, server.port, f"drop schema if exists {schema} cascade")
-    loader = BronzeLoader(server.host, server.port)
+    loader = BronzeLoader(spark, tmp_path / "lake", server.host, server.port)
     loader.create_all()
     fixture = TickitFixture()
     lakehouse = DbtLakehouse(server, loader, DbtRunner(server.env, tmp_path), fixture, {})
@@ -66,5 +67,5 @@ def reset_lakehouse(server, tmp_path) -> DbtLakehouse:
 
 
 @pytest.fixture
-def lakehouse(thrift_server, tmp_path) -> Iterator[DbtLakehouse]:
-    yield reset_lakehouse(thrift_server, tmp_path)
+def lakehouse(thrift_server, spark, tmp_path) -> Iterator[DbtLakehouse]:
+    yield reset_lakehouse(thrift_server, spark, tmp_path)

@@ -9,42 +9,47 @@ docs.
 from __future__ import annotations
 
 import json
-import re
 import signal
 import time
 
 import pytest
+from hudi import HudiTableBuilder
 
 from tests.dbt_project.conftest import DbtLakehouse
 
 SILVER = ("+tag:silver",)
 
 
+def _watermark(lakehouse: DbtLakehouse, state: str) -> str:
+    return lakehouse.sql(f"select max(bronze_commit_time) from silver.{state}")[0][0]
+
+
 def test_silver_equals_oracle_before_and_after_incremental_changes(lakehouse: DbtLakehouse) -> None:
     lakehouse.dbt.run("run", "-s", *SILVER)
     assert lakehouse.silver_differences() == {}
 
-    changes_commit = lakehouse.commit(lakehouse.fixture.change_events())
+    instants = lakehouse.commit(lakehouse.fixture.change_events())
     lakehouse.dbt.run("run", "-s", *SILVER)
     assert lakehouse.silver_differences() == {}
 
-    # the watermark of every state model advanced to the changes' commit
-    for state in ("users_cdc_state", "venues_cdc_state", "sales_cdc_state"):
-        properties = dict(lakehouse.sql(f"show tblproperties silver.{state}"))
-        assert properties["lakehouse.cdc_watermark"] == changes_commit, state
+    # the state models read the changes' commits (their newest rows come from them)
+    for state, table in (("users_cdc_state", "user"), ("venues_cdc_state", "venue"), ("sales_cdc_state", "sale")):
+        assert _watermark(lakehouse, state) == instants[table], state
 
 
-def _files_per_layer(lakehouse: DbtLakehouse) -> dict[str, frozenset[str]]:
-    files: dict[str, set[str]] = {}
-    rows = lakehouse.sql("select distinct state_layer, input_file_name() from silver.sales_cdc_state")
-    for layer, path in rows:
-        files.setdefault(layer, set()).add(path)
-    return {layer: frozenset(paths) for layer, paths in files.items()}
+def _state_commits(lakehouse: DbtLakehouse, state: str) -> list[dict]:
+    """The completed commits of a silver state table with their write stats, read by hudi-rs."""
+    location = next(row[1] for row in lakehouse.sql(f"describe table extended silver.{state}")
+                    if row[0] == "Location")
+    table = HudiTableBuilder.from_base_uri(location.replace("file:", "", 1)).build()
+    timeline = table.get_timeline()
+    return [json.loads(timeline.get_instant_metadata_in_json(i)) for i in timeline.get_completed_commits()]
 
 
-def _delta_keys(lakehouse: DbtLakehouse) -> list[str]:
-    rows = lakehouse.sql("select state_key from silver.sales_cdc_state where state_layer = 'delta'")
-    return sorted(key for (key,) in rows)
+def _written(commit: dict) -> tuple[int, int]:
+    """(inserted, updated) records of a commit."""
+    stats = [s for group in commit["partitionToWriteStats"].values() for s in group]
+    return sum(s["numInserts"] for s in stats), sum(s["numUpdateWrites"] for s in stats)
 
 
 def _change_sale(lakehouse: DbtLakehouse, sale_id: int) -> None:
@@ -53,135 +58,43 @@ def _change_sale(lakehouse: DbtLakehouse, sale_id: int) -> None:
     lakehouse.commit(lakehouse.fixture.log.take())
 
 
-def test_incremental_run_writes_only_the_changed_keys(lakehouse: DbtLakehouse) -> None:
-    """A change to one sale leaves the base layer's files alone and writes that sale alone to the delta."""
+def test_incremental_run_merges_only_the_changed_keys(lakehouse: DbtLakehouse) -> None:
+    """A change to one sale: the incremental run reads that one change and updates that one state row."""
     lakehouse.dbt.run("run", "-s", "+sales_cdc_state")
-    before = _files_per_layer(lakehouse)
-    assert set(before) == {"base"}
+    commits = _state_commits(lakehouse, "sales_cdc_state")
+    sales = lakehouse.sql("select count(*) from silver.sales_cdc_state")[0][0]
+    assert _written(commits[-1]) == (sales, 0)
     _change_sale(lakehouse, 1)
-    lakehouse.dbt.run("run", "-s", "+sales_cdc_state")
-    after = _files_per_layer(lakehouse)
-    assert after["base"] == before["base"]
-    assert _delta_keys(lakehouse) == ["1"]
-
-    _change_sale(lakehouse, 2)  # the next run keeps the earlier delta row and adds the new one
     lakehouse.dbt.run("run", "-s", "+sales", "+sales_cdc_state")
-    assert _files_per_layer(lakehouse)["base"] == before["base"]
-    assert _delta_keys(lakehouse) == ["1", "2"]
+    commits = _state_commits(lakehouse, "sales_cdc_state")
+    assert _written(commits[-1]) == (0, 1)
     assert lakehouse.silver_differences(("sale",)) == {}
 
 
-def test_compaction_folds_the_delta_into_the_base(lakehouse: DbtLakehouse) -> None:
-    """With a compaction ratio of 0 the run's post-hook folds the delta into base; silver stays equal to the oracle."""
+def test_a_late_older_event_never_overwrites_newer_state(lakehouse: DbtLakehouse) -> None:
+    """The late event is the only row of its run (nothing to dedupe it against): Hudi's ordering field
+    (cdc_position) keeps the stored newer row, and a key deleted later is not resurrected."""
     lakehouse.dbt.run("run", "-s", "+sales")
-    _change_sale(lakehouse, 1)
-    lakehouse.dbt.run("run", "-s", "+sales")
-    base_before = _files_per_layer(lakehouse)["base"]
-    assert _delta_keys(lakehouse) == ["1"]
-    _change_sale(lakehouse, 3)
-    changes_commit = lakehouse.sql("select max(_hoodie_commit_time) from bronze.sale")[0][0]
-    lakehouse.dbt.run("run", "-s", "+sales", "--vars", "{silver_compaction_ratio: 0, silver_compaction_check_every: 1}")
-    layers = _files_per_layer(lakehouse)
-    assert set(layers) == {"base"} and layers["base"] != base_before
-    for key in ("1", "3"):
-        (count,) = lakehouse.sql(f"select count(*) from silver.sales_cdc_state where state_key = '{key}'")[0]
-        assert count == 1, key
-    properties = dict(lakehouse.sql("show tblproperties silver.sales_cdc_state"))
-    assert properties["lakehouse.cdc_watermark"] == changes_commit
-    (rows,) = lakehouse.sql("select count(*) from silver.sales_cdc_state")[0]
-    assert properties["lakehouse.cdc_base_rows"] == str(rows)
+    fixture = lakehouse.fixture
+    newer = fixture.rows["sale"][5]
+    (stored_position,) = lakehouse.sql("select cdc_position from silver.sales_cdc_state where state_key = '5'")[0]
+    late = fixture.log.emit("sale", "u", dict(newer, qtysold=99), position=1)  # older than every stored event
+    assert late["_cdc_position"] < stored_position
+    lakehouse.commit(fixture.log.take())
+    lakehouse.dbt.run("run", "-s", "sales_cdc_state", "sales")
+    assert lakehouse.sql("select cdc_position from silver.sales_cdc_state where state_key = '5'")[0] == (
+        stored_position,)
+    assert lakehouse.sql("select qty_sold from silver.sales where sale_id = 5")[0][0] != 99
     assert lakehouse.silver_differences(("sale",)) == {}
 
 
-def test_compaction_is_checked_every_nth_run_with_a_known_window(lakehouse: DbtLakehouse) -> None:
-    """With a window (synced instant) the delta is counted only every `silver_compaction_check_every` runs."""
-    every_second_run = "{silver_compaction_ratio: 0, silver_compaction_check_every: 2}"
-    lakehouse.dbt.run("run", "-s", "+sales_cdc_state")
-    _change_sale(lakehouse, 1)
-    lakehouse.dbt.run("run", "-s", "sales_cdc_state", "--vars", every_second_run)
-    assert _delta_keys(lakehouse) == ["1"]  # not checked: the delta stays
-    assert dict(lakehouse.sql("show tblproperties silver.sales_cdc_state"))["lakehouse.cdc_unchecked_runs"] == "1"
-    _change_sale(lakehouse, 2)
-    lakehouse.dbt.run("run", "-s", "sales_cdc_state", "sales", "--vars", every_second_run)
-    assert set(_files_per_layer(lakehouse)) == {"base"}  # checked and compacted
-    assert dict(lakehouse.sql("show tblproperties silver.sales_cdc_state"))["lakehouse.cdc_unchecked_runs"] == "0"
-    assert lakehouse.silver_differences(("sale",)) == {}
-
-
-def _run_log(lakehouse: DbtLakehouse) -> str:
-    log = (lakehouse.dbt.work_dir / "logs" / "dbt.log").read_text(errors="replace")
-    return log[log.rindex("Running with dbt="):]
-
-
-def test_a_model_without_new_bronze_commits_runs_no_query(lakehouse: DbtLakehouse) -> None:
-    """No commit after the watermark (by the bronze synced instant): no insert, no post-hook, watermark kept."""
+def test_a_run_without_new_bronze_commits_changes_nothing(lakehouse: DbtLakehouse) -> None:
     lakehouse.dbt.run("run", "-s", "+sales", "+users")
-    before = {state: dict(lakehouse.sql(f"show tblproperties silver.{state}"))
-              for state in ("sales_cdc_state", "users_cdc_state")}
-    _change_sale(lakehouse, 1)  # a commit to bronze.sale only
-    output = re.sub(r"\x1b\[[0-9;]*m", "", lakehouse.dbt.run("run", "-s", "sales_cdc_state", "users_cdc_state").stdout)
-    log = _run_log(lakehouse)
-    assert "insert overwrite table silver.sales_cdc_state" in log
-    assert "insert overwrite table silver.users_cdc_state" not in log
-    assert "alter table silver.users_cdc_state" not in log
-    assert re.search(r"users_cdc_state .*\[OK \(no new commits\)", output), output
-    after = {state: dict(lakehouse.sql(f"show tblproperties silver.{state}"))
-             for state in ("sales_cdc_state", "users_cdc_state")}
-    assert after["users_cdc_state"]["lakehouse.cdc_watermark"] == before["users_cdc_state"]["lakehouse.cdc_watermark"]
-    sale_commit = dict(lakehouse.sql("show tblproperties bronze.sale"))["lakehouse.synced_instant"]
-    assert after["sales_cdc_state"]["lakehouse.cdc_watermark"] == sale_commit
-    assert lakehouse.silver_differences(("sale", "user")) == {}
-
-
-def test_the_window_stops_at_the_synced_instant(lakehouse: DbtLakehouse) -> None:
-    """Rows committed above the bronze view's synced instant (a sync still under way) wait for the next run."""
-    lakehouse.dbt.run("run", "-s", "+sales")
-    synced = dict(lakehouse.sql("show tblproperties bronze.sale"))["lakehouse.synced_instant"]
-    _change_sale(lakehouse, 1)
-    # as if the view's properties had not caught up with its files yet
-    lakehouse.sql(f"alter table bronze.sale set tblproperties ('lakehouse.synced_instant' = '{synced}')")
-    lakehouse.dbt.run("run", "-s", "sales_cdc_state")
-    assert _delta_keys(lakehouse) == []
-    assert dict(lakehouse.sql("show tblproperties silver.sales_cdc_state"))["lakehouse.cdc_watermark"] == synced
-    _change_sale(lakehouse, 2)  # the next sync shows both changes
-    lakehouse.dbt.run("run", "-s", "sales_cdc_state", "sales")
-    assert _delta_keys(lakehouse) == ["1", "2"]
-    assert lakehouse.silver_differences(("sale",)) == {}
-
-
-def test_an_incremental_run_lists_bronze_once(lakehouse: DbtLakehouse) -> None:
-    """The synced instants of every state model's bronze view come from one listing at run start."""
-    lakehouse.dbt.run("run", "-s", "+sales", "+users", "+venues")
-    _change_sale(lakehouse, 1)
-    lakehouse.dbt.run("run", "-s", "sales_cdc_state", "users_cdc_state", "venues_cdc_state")
-    log = _run_log(lakehouse)
-    listing = re.compile(r"^\s*show table extended in bronze like", re.MULTILINE)
-    assert len(listing.findall(log)) == 1, log
-    assert "show tblproperties bronze." not in log
-    assert log.index("on-run-start") < log.index("Began running node")  # before any model
-    sale_commit = dict(lakehouse.sql("show tblproperties bronze.sale"))["lakehouse.synced_instant"]
-    assert dict(lakehouse.sql("show tblproperties silver.sales_cdc_state"))["lakehouse.cdc_watermark"] == sale_commit
-    assert lakehouse.silver_differences(("sale", "user", "venue")) == {}
-
-
-def test_a_full_refresh_does_not_list_bronze(lakehouse: DbtLakehouse) -> None:
-    """No window is read in a full refresh, so the on-run-start hook lists nothing."""
-    lakehouse.dbt.run("run", "-s", "+sales", "--full-refresh")
-    assert "show table extended in bronze" not in _run_log(lakehouse)
-
-
-def test_bronze_without_a_synced_instant_is_read_from_the_watermark_on(lakehouse: DbtLakehouse) -> None:
-    """A bronze relation without `lakehouse.synced_instant` (not synced by the ingestion): no window, same result."""
-    lakehouse.dbt.run("run", "-s", "+sales")
-    lakehouse.sql("alter table bronze.sale unset tblproperties ('lakehouse.synced_instant')")
-    _change_sale(lakehouse, 1)
-    lakehouse.sql("alter table bronze.sale unset tblproperties ('lakehouse.synced_instant')")
-    changes_commit = lakehouse.sql("select max(_hoodie_commit_time) from bronze.sale")[0][0]
-    lakehouse.dbt.run("run", "-s", "sales_cdc_state", "sales")
-    assert "lakehouse.cdc_window" not in _run_log(lakehouse)
-    assert _delta_keys(lakehouse) == ["1"]
-    assert dict(lakehouse.sql("show tblproperties silver.sales_cdc_state"))["lakehouse.cdc_watermark"] == changes_commit
-    assert lakehouse.silver_differences(("sale",)) == {}
+    before = {r: lakehouse.relation_rows(f"silver.{r}") for r in ("sales_cdc_state", "users_cdc_state")}
+    watermarks = {r: _watermark(lakehouse, r) for r in before}
+    lakehouse.dbt.run("run", "-s", "sales_cdc_state", "users_cdc_state")
+    assert {r: lakehouse.relation_rows(f"silver.{r}") for r in before} == before
+    assert {r: _watermark(lakehouse, r) for r in before} == watermarks
 
 
 @pytest.mark.slow

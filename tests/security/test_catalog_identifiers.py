@@ -16,12 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingestion.catalog.identifiers import (
-    IdentifierError,
-    quote_identifier,
-    quote_path,
-    quote_property_value,
-)
+from ingestion.catalog.identifiers import IdentifierError, quote_identifier, quote_location
 from ingestion.catalog.sync import CatalogSync, sync_lake
 from ingestion.cdc.landing import LandingPathError, parse_landing_path
 from ingestion.cdc.parser import UNKNOWN_TOPIC, DeadLetter, parse_line
@@ -92,17 +87,24 @@ def test_any_text_is_refused_or_quoted_safely(name: str) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    ["/lake/_catalog/sale/1`; DROP DATABASE bronze CASCADE; --", "/lake/it's", "/lake/a\nb", "/lake/a\\b", ""],
+    ["/lake/bronze/sale`; DROP DATABASE bronze CASCADE; --", "/lake/it's", "s3a://b/x' --", "/lake/a\nb",
+     "/lake/a\rb", "/lake/a\0b", "/lake/a\\b", ""],
 )
-def test_quote_path_refuses_quotes_and_control_characters(path: str) -> None:
+def test_quote_location_refuses_quotes_and_control_characters(path: str) -> None:
     with pytest.raises(IdentifierError):
-        quote_path(path)
+        quote_location(path)
 
 
-@pytest.mark.parametrize("value", ["x'; DROP DATABASE bronze CASCADE; --", "a\nb", "a\n", "a`b", "a)b"])
-def test_quote_property_value_refuses_quote_characters(value: str) -> None:
-    with pytest.raises(IdentifierError):
-        quote_property_value(value)
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_any_location_is_refused_or_a_closed_literal(path: str) -> None:
+    try:
+        quoted = quote_location(path)
+    except IdentifierError:
+        return
+    # one literal: opens and closes with the only quote, no escape, no line break
+    assert quoted == f"'{path}'" and quoted.count("'") == 2
+    assert not any(ch in path for ch in "`\\\n\r\0")
 
 
 @pytest.mark.parametrize("name", HOSTILE_NAMES[:6])
