@@ -1,6 +1,6 @@
 """Project settings from environment variables (flags override env vars override defaults).
 
-ARCHITECTURE.md "Contracts" fixes the names and defaults used here.
+The README's "Configuration" table documents the names and defaults used here.
 """
 
 from __future__ import annotations

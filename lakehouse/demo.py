@@ -28,8 +28,6 @@ class Step:
     name: str
     argv: tuple[str, ...]
     available: Callable[[], bool]
-    #: Run once when the step fails (e.g. ``dbt retry``: only the failed nodes again).
-    retry_argv: tuple[str, ...] | None = None
 
 
 class DemoFailed(RuntimeError):
@@ -54,10 +52,7 @@ def steps() -> list[Step]:
             _has_command("simulate"),
         ),
         Step("ingest to bronze", ("ingest", "--once"), _has_command("ingest")),
-        # The wheel's Thrift server lacks Hive's LLAP classes: closing a session can then
-        # drop the connection ("TSocket read 0 bytes"), failing one dbt node at random.
-        # `dbt retry` reruns only the failed nodes.
-        Step("dbt build", ("dbt", "build"), _has_dbt_project, retry_argv=("dbt", "retry")),
+        Step("dbt build", ("dbt", "build"), _has_dbt_project),
         Step("docs site", ("docs", "build"), lambda: _has_command("docs")() and _has_dbt_project()),
     ]
 
@@ -84,9 +79,6 @@ def run_demo(settings: Settings, echo: Callable[[str], None] = print) -> list[tu
         echo(f"[demo] {step.name}: lakehouse {' '.join(step.argv)}")
         t0 = time.monotonic()
         result = subprocess.run([_lakehouse(), *step.argv], cwd=PROJECT_DIR, check=False)  # noqa: S603
-        if result.returncode != 0 and step.retry_argv:
-            echo(f"[demo] {step.name}: failed; retrying once with 'lakehouse {' '.join(step.retry_argv)}'")
-            result = subprocess.run([_lakehouse(), *step.retry_argv], cwd=PROJECT_DIR, check=False)  # noqa: S603
         if result.returncode != 0:
             raise DemoFailed(step.name, f"'lakehouse {' '.join(step.argv)}' exited {result.returncode}")
         outcomes.append((step.name, f"ok in {time.monotonic() - t0:.1f}s"))

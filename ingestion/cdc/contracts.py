@@ -18,7 +18,7 @@ import yaml
 CONTRACTS_DIR = Path(__file__).with_name("contracts")
 
 #: Bronze metadata columns that follow the source columns in every bronze table,
-#: with their Spark SQL types (ARCHITECTURE.md, "Contracts", bronze schema).
+#: with their Spark SQL types (docs/architecture.md, "Bronze contract").
 BRONZE_METADATA_COLUMNS: tuple[tuple[str, str], ...] = (
     ("_cdc_op", "string"),
     ("_cdc_is_deleted", "boolean"),

@@ -1,6 +1,6 @@
 """The pure-Python per-line Debezium parser: one landing line -> bronze row, tombstone or dead letter.
 
-It is the reference implementation of the bronze contract (ARCHITECTURE.md "Contracts")
+It is the reference implementation of the bronze contract (docs/architecture.md, "Bronze contract")
 and the test oracle of the vectorized ingestion, so the rules are spelled out here.
 
 Shapes, detected per line:
@@ -72,7 +72,7 @@ from ingestion.cdc.values import (
 SUPPORTED_OPS = ("c", "u", "d", "r", "t")
 UNSUPPORTED_OPS = ("m",)
 
-#: Dead-letter reason codes (ARCHITECTURE.md "Contracts").
+#: Dead-letter reason codes (docs/architecture.md, "Bronze contract").
 MALFORMED_JSON = "malformed_json"
 BAD_ENCODING = "bad_encoding"
 MISSING_PK = "missing_pk"

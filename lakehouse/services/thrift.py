@@ -84,7 +84,7 @@ def spark_env(settings: Settings) -> dict[str, str]:
 
 
 def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
-    """Spark settings of the managed server (ARCHITECTURE.md, Contracts)."""
+    """Spark settings of the managed server."""
     home = settings.home
     return {
         "spark.master": "local[2]",
@@ -115,10 +115,8 @@ def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
         # new commit without a REFRESH TABLE (each session has its own relation cache).
         "spark.sql.filesourceTableRelationCacheSize": "0",
         "spark.sql.catalogImplementation": "hive",
-        # Bronze views read hundreds of files: list them in the driver, not in a job per query.
+        # Hudi tables of many partitions: list them in the driver, not in a job per query.
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
-        # A column added in newer bronze files shows in the synced views.
-        "spark.sql.parquet.mergeSchema": "true",
         "spark.sql.ansi.enabled": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS),

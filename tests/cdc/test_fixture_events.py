@@ -42,7 +42,7 @@ def _utc_from_ms(ms: int) -> dt.datetime:
 
 
 def _expected_position(connector: str, source: dict) -> str:
-    """The position spelled out from the fixture's source block (format of ARCHITECTURE.md)."""
+    """The position spelled out from the fixture's source block (format of docs/architecture.md, "Bronze contract")."""
     if connector == "postgres":
         return f"{source['lsn']:020d}-{source.get('txId') or 0:020d}"
     if connector == "mysql":

@@ -50,8 +50,11 @@ class DbtLakehouse:
         return out
 
     def relation_rows(self, relation: str) -> list[tuple]:
-        """Every row of a relation, sorted (for equality checks between runs)."""
-        return sorted(self.sql(f"select * from {relation}"), key=repr)
+        """Every row of a relation (its model's columns, not Hudi's `_hoodie_*` meta columns), sorted."""
+        columns = [row[0] for row in self.sql(f"describe {relation}")
+                   if row[0] and not row[0].startswith(("#", "_hoodie_"))]
+        columns = list(dict.fromkeys(columns))  # describe repeats partition columns
+        return sorted(self.sql(f"select {', '.join(f'`{c}`' for c in columns)} from {relation}"), key=repr)
 
 
 def reset_lakehouse(server, spark, tmp_path) -> DbtLakehouse:
