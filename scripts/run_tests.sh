@@ -15,7 +15,12 @@ if [ -f .sqlfluff ]; then
   echo "== sqlfluff lint"
   paths=()
   for d in models macros analyses snapshots tests/dbt; do [ -d "$d" ] && paths+=("$d"); done
-  .venv/bin/sqlfluff lint "${paths[@]}" --disable-progress-bar || status=1
+  # .sqlfluff's dbt templater compiles on the in-process `session` target: a local Spark whose
+  # Derby metastore lives under $LAKEHOUSE_HOME/session and admits one JVM at a time, so
+  # each lint gets its own (concurrent runs in one checkout would collide otherwise).
+  lint_home=$(mktemp -d)
+  LAKEHOUSE_HOME="$lint_home" .venv/bin/sqlfluff lint "${paths[@]}" --disable-progress-bar || status=1
+  rm -rf "$lint_home"
 fi
 echo "== pytest $*"
 .venv/bin/python -m pytest "$@"

@@ -122,7 +122,9 @@ last_truncate as (
 live as (
 
     select
-        {{ columns | join(',\n        ') }},
+        {%- for column in columns %}
+        state_rows.{{ column }},
+        {%- endfor %}
         state_rows.cdc_position,
         state_rows.cdc_source_ts as last_changed_at,
         state_rows.bronze_commit_time

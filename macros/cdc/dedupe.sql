@@ -8,7 +8,8 @@
   columns       list of columns to return (default: every column but the row number)
 -#}
 {% macro dedupe(relation, partition_by, order_by, columns=none) -%}
-    select {{ columns | join(', ') if columns else '*' }}
+    select
+        {{ columns | join(',\n        ') if columns else '*' }}
     from (
         select
             *,

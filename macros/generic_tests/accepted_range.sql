@@ -6,15 +6,16 @@
 
 select *
 from {{ model }}
-where {{ column_name }} is not null
-  and (
-    false
-    {%- if min_value is not none %}
-    or {{ column_name }} {{ '<' if inclusive else '<=' }} {{ min_value }}
-    {%- endif %}
-    {%- if max_value is not none %}
-    or {{ column_name }} {{ '>' if inclusive else '>=' }} {{ max_value }}
-    {%- endif %}
-  )
+where
+    {{ column_name }} is not null
+    and (
+        false
+        {%- if min_value is not none %}
+        or {{ column_name }} {{ '<' if inclusive else '<=' }} {{ min_value }}
+        {%- endif %}
+        {%- if max_value is not none %}
+        or {{ column_name }} {{ '>' if inclusive else '>=' }} {{ max_value }}
+        {%- endif %}
+    )
 
 {% endtest %}

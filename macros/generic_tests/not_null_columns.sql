@@ -18,12 +18,12 @@ select
     null_columns.column_name,
     null_columns.null_rows
 from null_counts
-lateral view stack(
-    {{ columns | length }},
-    {%- for column in columns %}
-    '{{ column }}', `{{ column }}`{{ ',' if not loop.last }}
-    {%- endfor %}
-) null_columns as column_name, null_rows
+    lateral view stack(
+        {{ columns | length }},
+        {%- for column in columns %}
+        '{{ column }}', `{{ column }}`{{ ',' if not loop.last }}
+        {%- endfor %}
+    ) null_columns as column_name, null_rows
 where null_columns.null_rows > 0
 
 {% endtest %}

@@ -5,7 +5,9 @@
 -#}
 {% test unknown_member_share(model, column_name, max_share=0.05) %}
 
-select unknown_rows, all_rows
+select
+    unknown_rows,
+    all_rows
 from (
     select
         count_if({{ column_name }} = {{ var('unknown_member_key') }}) as unknown_rows,
