@@ -13,9 +13,13 @@ from pathlib import Path
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
 
-def _env(name: str, default: str | None = None) -> str | None:
-    value = os.environ.get(name)
-    return value if value not in (None, "") else default
+def _env(name: str) -> str | None:
+    """The variable's value; None when it is unset or empty."""
+    return os.environ.get(name) or None
+
+
+def _env_or(name: str, default: str) -> str:
+    return _env(name) or default
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,7 @@ class Settings:
 
 
 def home_dir() -> Path:
-    return Path(_env("LAKEHOUSE_HOME", str(PROJECT_DIR / ".lakehouse"))).resolve()
+    return Path(_env_or("LAKEHOUSE_HOME", str(PROJECT_DIR / ".lakehouse"))).resolve()
 
 
 def load_settings() -> Settings:
@@ -51,10 +55,10 @@ def load_settings() -> Settings:
     home = home_dir()
     return Settings(
         home=home,
-        landing=_env("LAKEHOUSE_LANDING", str(home / "landing")),
-        lake=_env("LAKEHOUSE_LAKE", str(home / "lake")),
-        thrift_host=_env("LAKEHOUSE_THRIFT_HOST", "127.0.0.1"),
-        thrift_port=int(_env("LAKEHOUSE_THRIFT_PORT", "10000")),
-        docs_port=int(_env("LAKEHOUSE_DOCS_PORT", "8080")),
+        landing=_env_or("LAKEHOUSE_LANDING", str(home / "landing")),
+        lake=_env_or("LAKEHOUSE_LAKE", str(home / "lake")),
+        thrift_host=_env_or("LAKEHOUSE_THRIFT_HOST", "127.0.0.1"),
+        thrift_port=int(_env_or("LAKEHOUSE_THRIFT_PORT", "10000")),
+        docs_port=int(_env_or("LAKEHOUSE_DOCS_PORT", "8080")),
         alert_webhook_url=_env("LAKEHOUSE_ALERT_WEBHOOK_URL"),
     )

@@ -12,6 +12,7 @@ import importlib
 import logging
 import sys
 import traceback
+from typing import NoReturn
 
 from lakehouse import __version__
 from lakehouse.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
@@ -33,7 +34,7 @@ COMMAND_MODULES = (
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one clear line, exit code 2
+    def error(self, message: str) -> NoReturn:  # one clear line, exit code 2
         self.print_usage(sys.stderr)
         sys.stderr.write(f"error: {message}\nhint: run '{self.prog} --help'\n")
         sys.exit(EXIT_USAGE)

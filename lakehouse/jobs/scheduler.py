@@ -52,7 +52,7 @@ class Scheduler:
         self._stop = threading.Event()
         self._running: dict[str, Future] = {}
         now = self.clock()
-        self._triggers = {name: job.trigger() for name, job in self.jobs.items()}
+        self._triggers = {name: trigger for name, job in self.jobs.items() if (trigger := job.trigger()) is not None}
         self.next_fire: dict[str, datetime | None] = {
             name: trigger.get_next_fire_time(None, now) for name, trigger in self._triggers.items()
         }

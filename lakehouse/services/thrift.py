@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ingestion.spark import HUDI_CONFS, jar_confs, spark_home
 from lakehouse.config import Settings
@@ -170,7 +171,7 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
 
 
 @contextlib.contextmanager
-def connect(host: str, port: int, timeout: float = 30.0) -> Iterator[object]:
+def connect(host: str, port: int, timeout: float = 30.0) -> Iterator[Any]:
     """A PyHive connection to a Thrift server (closed on exit)."""
     from pyhive import hive
 
