@@ -17,7 +17,8 @@ change of load on a shared machine affects all of them alike; the first run of e
 the cold one and is left out of the warm median.
 
 Usage: ``python benchmarks/bench_ingest.py [--scale 1.0] [--changes 20000] [--runs 3]
-[--format envelope] [--parsers fast,python] [--spark-reads] [--freshness-samples 20] [--work DIR]``
+[--format envelope] [--parsers fast,python] [--spark-reads] [--serial-writes] [--freshness-samples 20]
+[--work DIR]``
 """
 
 from __future__ import annotations
@@ -52,11 +53,10 @@ def ingest_once(spark, landing: Path, work: Path, parser: str, spark_reads: bool
 
     ``spark_reads``: the landed files go through Spark's binaryFile reader (content column,
     Spark's default split), as before the parse workers read local files themselves.
-    ``serial_writes``: every table is written by the driver, one after another, as before
-    the batch's writes were split with a forked writer.
+    ``serial_writes``: the batch's Hudi writes run one table after another (one writer
+    thread) instead of ``WRITE_THREADS`` concurrent Spark jobs.
     """
     from ingestion.stream import batch as batch_module
-    from ingestion.stream import forked_writes
 
     if work.exists():
         shutil.rmtree(work)
@@ -67,16 +67,16 @@ def ingest_once(spark, landing: Path, work: Path, parser: str, spark_reads: bool
     reads_in_workers = batch_module.reads_in_workers
     if spark_reads:
         batch_module.reads_in_workers = lambda landing: False
-    min_rows_to_fork = forked_writes.MIN_ROWS_TO_FORK
+    write_threads = batch_module.WRITE_THREADS
     if serial_writes:
-        forked_writes.MIN_ROWS_TO_FORK = sys.maxsize
+        batch_module.WRITE_THREADS = 1
     try:
         started = time.perf_counter()
         summary = run_ingest(options, spark=spark, log_stream=None)
         elapsed = time.perf_counter() - started
     finally:
         batch_module.reads_in_workers = reads_in_workers
-        forked_writes.MIN_ROWS_TO_FORK = min_rows_to_fork
+        batch_module.WRITE_THREADS = write_threads
         if previous is None:
             os.environ.pop(PARSER_ENV, None)
         else:
@@ -137,7 +137,7 @@ def freshness(spark, landing: Path, work: Path, host: str, port: int, samples: i
     catalog = ThriftCatalog(host, port)
     try:
         base_id = 900_000_000
-        # the first file also creates the table and its view: it is not counted
+        # the first file waits for the backfill and the table's registration: it is not counted
         for index in range(samples + 1):
             salesid = base_id + index
             temp = folder / f".tmp-{index}"
@@ -148,7 +148,7 @@ def freshness(spark, landing: Path, work: Path, host: str, port: int, samples: i
             while time.perf_counter() < deadline:
                 try:
                     rows = catalog.execute(f"SELECT count(*) FROM bronze_bench.sale WHERE salesid = {salesid}")
-                except Exception:  # noqa: BLE001 - the view does not exist before the first sync
+                except Exception:  # noqa: BLE001 - the table is not registered before the first sync
                     rows = [(0,)]
                 if rows and int(rows[0][0]) == 1:
                     if index:  # the first one measures the backfill, not freshness
@@ -180,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="also measure the fast parser with the files read by Spark (the path before the "
                              "workers read local files), interleaved with the others")
     parser.add_argument("--serial-writes", action="store_true",
-                        help="also measure the fast parser with every table written by the driver in turn (the "
-                             "path before the forked writer), interleaved with the others")
+                        help="also measure the fast parser with the tables of a batch written one after another "
+                             "(one writer thread instead of WRITE_THREADS), interleaved with the others")
     parser.add_argument("--freshness-samples", type=int, default=20)
     parser.add_argument("--work", help="scratch directory (default: a temporary one, removed)")
     args = parser.parse_args(argv)

@@ -15,6 +15,7 @@ Why these options (docs/architecture.md, "Bronze on Apache Hudi"):
 - ``hoodie.write.table.version=6``: the tables stay readable by Athena and EMR's Hudi
   0.14/0.15 readers (and by hudi-rs);
 - the metadata table off: on this table size it doubled the cost of every commit;
+- no embedded timeline server: it would listen on every interface (see ``COMMON_OPTIONS``);
 - cleaning by hours (retention longer than any dbt run reading the table) and archival.
 
 Any ``hoodie.*`` option can be overridden (``LAKEHOUSE_HOODIE_OPTIONS``, see ``hoodie_overrides``).
@@ -52,6 +53,11 @@ COMMON_OPTIONS: dict[str, str] = {
     "hoodie.datasource.insert.dup.policy": "drop",
     "hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING",
     "hoodie.metadata.enable": "false",
+    # no embedded timeline server: Hudi starts one per write client (Javalin/Jetty) and it
+    # binds every interface (no bind-address option), while the project listens on loopback
+    # only; executors then read the file-system view themselves, and markers are plain files
+    "hoodie.embed.timeline.server": "false",
+    "hoodie.write.markers.type": "DIRECT",
     "hoodie.datasource.write.hive_style_partitioning": "true",
     "hoodie.datasource.write.commitmeta.key.prefix": COMMIT_METADATA_PREFIX,
     # cleaning: keep the file versions of the last 6 hours (a dbt run reading a table

@@ -1,11 +1,11 @@
-"""Concurrent readers: counts through the Thrift server while the ingestion commits, syncs and cleans.
+"""Concurrent readers: counts through the Thrift server while the ingestion commits to the registered tables.
 
 Reader threads ask ``SELECT count(*) FROM bronze.<table>`` every fraction of a second.
 A monitor thread reads every committed instant of the same tables with hudi-rs (as of
 that instant). Every answer must equal the count of some committed snapshot (never a
 partial commit, never a file slice counted twice, never a missing file), and the answers
-of one reader never go backwards (bronze is an append-only change log and each sync
-moves to a newer commit).
+of one reader never go backwards (bronze is an append-only change log, and each query
+of a registered Hudi table reads the newest completed commit: no refresh, no cache).
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def test_readers_only_ever_see_committed_snapshots(own_thrift_server, tmp_path: 
             thread.join(timeout=60)
         ingest.stop(signal.SIGINT)
         simulator.stop(signal.SIGINT)
-    # 0 is the snapshot before the first commit (catalog sync registers an empty typed view).
+    # 0 is the snapshot before the first commit with rows (the ingestion creates every table empty).
     valid = {table: {0, *by_instant.values()} for table, by_instant in counts.items()}
     wrong: list[str] = []
     backwards = 0

@@ -117,21 +117,39 @@ def assert_row_matches(result, event: GeneratedEvent) -> None:
 
 # -- properties ---------------------------------------------------------------------------
 
+
+def property_with(**strategies):
+    """Mark a property with its strategies; ``run`` wraps it with ``@given`` and a settings profile.
+
+    A fresh ``@given`` wrapper per run: hypothesis refuses to apply a second settings object
+    to one wrapped test, and the same property runs under both FAST and BIG in one session.
+    """
+    def mark(body: Callable[..., None]) -> Callable[..., None]:
+        body.strategies = strategies
+        return body
+
+    return mark
+
+
+def run(body: Callable[..., None], profile: settings) -> None:
+    profile(given(**body.strategies)(body))()
+
+
 any_topic = st.one_of(st.sampled_from(sorted(TOPICS)), st.text(max_size=30))
 
 
-@given(raw=st.binary(max_size=300), topic=any_topic)
+@property_with(raw=st.binary(max_size=300), topic=any_topic)
 def any_bytes_are_parsed_or_dead_lettered(raw: bytes, topic: str) -> None:
     check_classification(raw, topic, "parser: arbitrary bytes")
 
 
-@given(text=st.text(max_size=200), topic=st.sampled_from(sorted(TOPICS)))
+@property_with(text=st.text(max_size=200), topic=st.sampled_from(sorted(TOPICS)))
 def any_text_is_parsed_or_dead_lettered(text: str, topic: str) -> None:
     raw = text.encode("utf-8", errors="surrogatepass")
     check_classification(raw, topic, "parser: arbitrary text")
 
 
-@given(event=valid_events())
+@property_with(event=valid_events())
 def valid_events_are_parsed_exactly(event: GeneratedEvent) -> None:
     result = parse(event.line, event.topic, "parser: valid events (envelope + flattened)")
     if not isinstance(result, BronzeEvent):
@@ -140,7 +158,7 @@ def valid_events_are_parsed_exactly(event: GeneratedEvent) -> None:
     assert result.extra_columns == {}
 
 
-@given(event=valid_events(), data=st.data())
+@property_with(event=valid_events(), data=st.data())
 def truncated_lines_are_dead_lettered(event: GeneratedEvent, data: st.DataObject) -> None:
     line = event.line
     cut = data.draw(st.integers(1, len(line) - 1), label="cut")
@@ -149,7 +167,7 @@ def truncated_lines_are_dead_lettered(event: GeneratedEvent, data: st.DataObject
     assert result.reason in (MALFORMED_JSON, BAD_ENCODING), result
 
 
-@given(event=valid_events(), data=st.data())
+@property_with(event=valid_events(), data=st.data())
 def corrupted_bytes_never_raise(event: GeneratedEvent, data: st.DataObject) -> None:
     line = bytearray(event.line)
     for _ in range(data.draw(st.integers(1, 4), label="mutations")):
@@ -157,7 +175,7 @@ def corrupted_bytes_never_raise(event: GeneratedEvent, data: st.DataObject) -> N
     check_classification(bytes(line), event.topic, "parser: corrupted bytes")
 
 
-@given(event=valid_events(), topic=st.text(min_size=1, max_size=40))
+@property_with(event=valid_events(), topic=st.text(min_size=1, max_size=40))
 def unknown_topics_are_dead_lettered(event: GeneratedEvent, topic: str) -> None:
     assume(topic not in TOPICS)
     result = parse(event.line, topic, "parser: unknown topics")
@@ -171,7 +189,7 @@ def _image(event: GeneratedEvent) -> dict:
     return event.event["before" if event.op == "d" else "after"]
 
 
-@given(event=valid_events(), extra=st.dictionaries(drift_column_names, json_scalars, min_size=1, max_size=4))
+@property_with(event=valid_events(), extra=st.dictionaries(drift_column_names, json_scalars, min_size=1, max_size=4))
 def added_columns_are_kept_as_extra(event: GeneratedEvent, extra: dict) -> None:
     extra = {k: v for k, v in extra.items() if k not in event.expected_row}
     assume(extra)
@@ -181,7 +199,7 @@ def added_columns_are_kept_as_extra(event: GeneratedEvent, extra: dict) -> None:
     assert result.extra_columns == extra
 
 
-@given(event=valid_events(), data=st.data())
+@property_with(event=valid_events(), data=st.data())
 def removed_columns_become_null_or_missing_pk(event: GeneratedEvent, data: st.DataObject) -> None:
     column = data.draw(st.sampled_from(sorted(event.expected_row)), label="removed column")
     del _image(event)[column]
@@ -193,7 +211,7 @@ def removed_columns_become_null_or_missing_pk(event: GeneratedEvent, data: st.Da
         assert_row_matches(result, event)
 
 
-@given(event=valid_events(), data=st.data())
+@property_with(event=valid_events(), data=st.data())
 def retyped_columns_are_type_mismatch(event: GeneratedEvent, data: st.DataObject) -> None:
     column = data.draw(st.sampled_from(sorted(event.expected_row)), label="retyped column")
     column_type = event.contract.column(column).type
@@ -202,7 +220,7 @@ def retyped_columns_are_type_mismatch(event: GeneratedEvent, data: st.DataObject
     assert isinstance(result, DeadLetter) and result.reason == TYPE_MISMATCH, result
 
 
-@given(event=valid_events(), ending=st.sampled_from([b"\n", b"\r\n"]))
+@property_with(event=valid_events(), ending=st.sampled_from([b"\n", b"\r\n"]))
 def line_endings_do_not_matter(event: GeneratedEvent, ending: bytes) -> None:
     result = parse(event.line + ending, event.topic, "parser: line endings")
     assert_row_matches(result, event)
@@ -223,7 +241,7 @@ def _paths(value, prefix=()):
         yield from _paths(child, (*prefix, key))
 
 
-@given(event=valid_events(), data=st.data())
+@property_with(event=valid_events(), data=st.data())
 def any_field_replaced_by_any_json_never_raises(event: GeneratedEvent, data: st.DataObject) -> None:
     path = data.draw(st.sampled_from(list(_paths(event.event))), label="path")
     target = event.event
@@ -233,7 +251,7 @@ def any_field_replaced_by_any_json_never_raises(event: GeneratedEvent, data: st.
     parse(event.line, event.topic, "parser: any field replaced by any JSON")
 
 
-@given(event=valid_events(), ts_ms=st.integers(-(2**63), 2**63))
+@property_with(event=valid_events(), ts_ms=st.integers(-(2**63), 2**63))
 def any_source_timestamp_is_parsed_or_dead_lettered(event: GeneratedEvent, ts_ms: int) -> None:
     if event.flattened:
         event.event["__source_ts_ms"] = ts_ms
@@ -267,14 +285,14 @@ _IDS = [p.__name__ for p in PROPERTIES]
 
 
 @pytest.mark.parametrize("prop", PROPERTIES, ids=_IDS)
-def test_parser_property_fast(prop: Callable[[], None]) -> None:
-    FAST(prop)()
+def test_parser_property_fast(prop: Callable[..., None]) -> None:
+    run(prop, FAST)
 
 
 @pytest.mark.reliability
 @pytest.mark.parametrize("prop", PROPERTIES, ids=_IDS)
-def test_parser_property_big(prop: Callable[[], None]) -> None:
-    BIG(prop)()
+def test_parser_property_big(prop: Callable[..., None]) -> None:
+    run(prop, BIG)
 
 
 # -- huge and pathological lines (deterministic) ------------------------------------------------

@@ -55,6 +55,34 @@ def test_ingestion_driver_listens_on_loopback_only(spark) -> None:
     _assert_loopback_only(jvm_tree, "the ingestion Spark driver")
 
 
+def test_ingestion_listens_on_loopback_only_while_writing_hudi(spark, tmp_path: Path) -> None:
+    """During Hudi commits too: Hudi's embedded timeline server (one per write) would bind every interface."""
+    import threading
+
+    from tests.catalog.test_sync_thrift import sale_rows, write_sale
+
+    jvm_tree = [pid for pid in process_tree(os.getpid()) if pid != os.getpid()]
+    seen: dict[tuple[str, int], bool] = {}
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            seen.update({(item.address, item.port): item.is_loopback for item in listeners(jvm_tree)})
+            stop.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        for first in (1, 1000, 2000):
+            write_sale(spark, tmp_path / "lake", sale_rows(first, 40, days=4))
+    finally:
+        stop.set()
+        sampler.join(timeout=10)
+    assert seen, "no listening socket seen during the writes (the detector sees nothing?)"
+    exposed = sorted(f"{address}:{port}" for (address, port), loopback in seen.items() if not loopback)
+    assert not exposed, f"the ingestion listened beyond loopback while committing: {', '.join(exposed)}"
+
+
 def test_docs_server_listens_on_loopback_only(tmp_path: Path) -> None:
     """``lakehouse docs serve`` on a minimal site (the files it requires), as a user starts it."""
     home = tmp_path / "home"

@@ -1,4 +1,4 @@
-"""Continuous mode: files landed while the stream runs reach bronze and the synced views."""
+"""Continuous mode: files landed while the stream runs reach bronze and, at once, the registered tables."""
 
 from __future__ import annotations
 
