@@ -34,7 +34,7 @@ test-all: setup
 
 # sqlfluff: its own LAKEHOUSE_HOME per run (the dbt templater's local Spark metastore, see scripts/run_tests.sh)
 lint: setup
-	@$(VENV)/bin/ruff check . && $(VENV)/bin/lint-imports && home=$$(mktemp -d) && \
+	@$(VENV)/bin/ruff check . && $(VENV)/bin/mypy && $(VENV)/bin/lint-imports && home=$$(mktemp -d) && \
 	  SPARK_LOCAL_IP=127.0.0.1 LAKEHOUSE_HOME=$$home $(VENV)/bin/sqlfluff lint models macros analyses snapshots tests/dbt; \
 	  status=$$?; rm -rf "$$home"; exit $$status
 

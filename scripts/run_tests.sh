@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The default test run: lint (ruff, sqlfluff) then pytest. Prints pytest's summary line;
+# The default test run: lint (ruff, mypy, sqlfluff) then pytest. Prints pytest's summary line;
 # pytest's exit code 5 (no tests collected) counts as a failure of the run only when
 # tests were expected, which they always are here.
 set -uo pipefail
@@ -11,6 +11,8 @@ export DBT_SEND_ANONYMOUS_USAGE_STATS=false
 status=0
 echo "== ruff"
 .venv/bin/ruff check . || status=1
+echo "== mypy"
+.venv/bin/mypy || status=1
 if [ -f .sqlfluff ]; then
   echo "== sqlfluff lint"
   paths=()

@@ -30,7 +30,11 @@ SourceFields = dict[str, Any]
 
 
 class SourceLog:
-    """Base: hands out ``source`` blocks for snapshot rows and for transactions of changes."""
+    """Base: hands out ``source`` blocks for snapshot rows and for transactions of changes.
+
+    A subclass's log position is its instance attributes, named by ``initial_state()``'s
+    keys and set from the state dict here; each subclass declares them with their types.
+    """
 
     connector = ""
     connector_label = ""
@@ -69,6 +73,8 @@ class SourceLog:
 class PostgresLog(SourceLog):
     connector = "postgres"
     connector_label = "postgresql"
+    lsn: int
+    tx_id: int
 
     def initial_state(self) -> dict[str, Any]:
         return {"lsn": 33_554_432, "tx_id": 600}
@@ -90,6 +96,9 @@ class PostgresLog(SourceLog):
 class MySqlLog(SourceLog):
     connector = "mysql"
     connector_label = "mysql"
+    file_index: int
+    pos: int
+    gtid_seq: int
 
     def initial_state(self) -> dict[str, Any]:
         return {"file_index": 3, "pos": 154, "gtid_seq": 0}
@@ -139,6 +148,7 @@ def sqlserver_lsn(value: int) -> str:
 class SqlServerLog(SourceLog):
     connector = "sqlserver"
     connector_label = "sqlserver"
+    lsn: int
 
     def initial_state(self) -> dict[str, Any]:
         return {"lsn": (0x27 << 48) | (0x758 << 16) | 3}
@@ -147,7 +157,7 @@ class SqlServerLog(SourceLog):
         return {"change_lsn": None, "commit_lsn": sqlserver_lsn(self.lsn), "event_serial_no": None}
 
     def transaction(self, rng: random.Random, statements: list[int]) -> tuple[str | None, list[SourceFields]]:
-        changes = []
+        changes: list[tuple[int, int]] = []  # (change lsn, event serial number)
         for rows in statements:
             self.lsn += rng.randint(1, 40)
             changes.extend((self.lsn, serial) for serial in range(1, rows + 1))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from decimal import Decimal
-from typing import Any
+from typing import Any, overload
 
 from ingestion.cdc.contracts import TableContract
 from ingestion.cdc.position import POSITION_FIELDS
@@ -94,10 +94,21 @@ class RowEncoder:
             return int(value) if self.connector == "mysql" and self.tinyint_booleans else value
         if isinstance(value, Decimal):
             if precise:
-                return encode_unscaled_bytes(value, decimal_precision_scale(kind)[1])
+                return encode_unscaled_bytes(value, self._precision_scale(name)[1])
             return float(value)
         return value
 
+    def _precision_scale(self, name: str) -> tuple[int, int]:
+        kind = self._types[name]
+        precision_scale = decimal_precision_scale(kind)
+        if precision_scale is None:
+            raise ValueError(f"column {name!r} of {self.contract.name} has type {kind!r}, not decimal(p,s)")
+        return precision_scale
+
+    @overload
+    def encode_row(self, row: dict[str, Any], precise: bool = False) -> dict[str, Any]: ...
+    @overload
+    def encode_row(self, row: None, precise: bool = False) -> None: ...
     def encode_row(self, row: dict[str, Any] | None, precise: bool = False) -> dict[str, Any] | None:
         if row is None:
             return None
@@ -131,7 +142,7 @@ class RowEncoder:
             )
             spec.update(type="int64", name=logical, version=1)
         else:
-            precision, scale = decimal_precision_scale(kind)
+            precision, scale = self._precision_scale(name)
             spec.update(
                 type="bytes",
                 name="org.apache.kafka.connect.data.Decimal",

@@ -19,7 +19,7 @@ import logging
 import random
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -29,8 +29,8 @@ from ingestion.cdc.position import render_position
 from ingestion.sources.object_store import Storage, open_storage
 from simulator import tickit
 from simulator.badlines import BAD_KINDS, UNKNOWN_TOPIC, bad_line
-from simulator.connectors import LOG_CLASSES, SourceLog, source_block
-from simulator.database import PRIMARY_KEYS, TABLES, SourceDatabase
+from simulator.connectors import LOG_CLASSES, MySqlLog, SourceLog, source_block
+from simulator.database import PRIMARY_KEYS, TABLES, Row, SourceDatabase
 from simulator.encode import ENVELOPE, FLATTENED, WRAPPED, RowEncoder, epoch_ms
 from simulator.generate import Calendar, Generator
 from simulator.oracle import (
@@ -105,6 +105,8 @@ class RunSummary:
 
 
 ProgressCallback = Callable[[int, int], None]
+#: One change of a transaction: (op, before image, after image); an insert has no before, a delete no after.
+Change = tuple[str, Row | None, Row | None]
 
 
 def _check_options(options: SimulationOptions) -> None:
@@ -236,9 +238,9 @@ class Simulation:
             attempts = 0
             while self.db.count(table) < target and attempts < target * 3:
                 attempts += 1
-                row = self.generator.new_row(table, self.rng, self.db.next_id[table])
-                if row is not None:
-                    self.db.insert(table, row)
+                new = self.generator.new_row(table, self.rng, self.db.next_id[table])
+                if new is not None:
+                    self.db.insert(table, new)
 
     def _load_live_rows(self, manifest: dict[str, Any], state: dict[str, Any]) -> None:
         for table in GENERATION_ORDER:
@@ -357,7 +359,7 @@ class Simulation:
             quotas[table] += 1
         return quotas
 
-    def _transaction(self, table: str, changes: list[tuple[str, dict | None, dict | None]], statements: list[int]):
+    def _transaction(self, table: str, changes: Sequence[Change], statements: list[int]) -> None:
         if self.wall_clock:
             self.clock_ms = max(self.clock_ms + 1, _now_ms())
         else:
@@ -399,7 +401,7 @@ class Simulation:
                 return row
         return None
 
-    def _updated(self, table: str) -> tuple[dict, dict] | None:
+    def _updated(self, table: str) -> tuple[Row, Row] | None:
         for _ in range(5):
             if not len(self.db.pools[table]):
                 return None
@@ -414,18 +416,18 @@ class Simulation:
     def step(self, table: str, scenario: str, budget: int) -> int:
         """Run one scenario on ``table`` within ``budget`` events; returns the events emitted."""
         if scenario == "multi" and budget >= 3:
-            changes = []
             first = self._updated(table)
             if first is None:
                 return 0
-            changes.append(("u", *first))
+            before, current = first
+            changes: list[Change] = [("u", before, current)]
             for _ in range(self.rng.randint(1, 2)):
-                before = changes[-1][2]
-                after = self.generator.changed_row(table, self.rng, before)
-                if after is None or after == before:
+                after = self.generator.changed_row(table, self.rng, current)
+                if after is None or after == current:
                     break
                 self.db.update(table, after)
-                changes.append(("u", before, after))
+                changes.append(("u", current, after))
+                current = after
             self._transaction(table, changes, [1] * len(changes))
             return len(changes)
         if scenario == "insert_update_delete" and budget >= 3 and table in ("sale", "user", "listing"):
@@ -475,6 +477,12 @@ class Simulation:
             return 0
         self._transaction(table, [("u", *changed)], [1])
         return 1
+
+    def _mysql_log(self) -> MySqlLog:
+        mysql_log = self.logs["mysql"]
+        if not isinstance(mysql_log, MySqlLog):  # LOG_CLASSES maps "mysql" to MySqlLog
+            raise TypeError(f"the mysql source log is a {type(mysql_log).__name__}, not a MySqlLog")
+        return mysql_log
 
     def _scenario(self, table: str) -> str:
         if any(queued == table for queued, _ in self.reinsert_queue) and self.rng.random() < 0.5:
@@ -526,7 +534,7 @@ class Simulation:
         remaining = dict(quotas)
         for index, table in enumerate(schedule):
             if index == rollover_at:
-                self.logs["mysql"].rollover()  # FLUSH LOGS: the next binlog file starts at pos 4
+                self._mysql_log().rollover()  # FLUSH LOGS: the next binlog file starts at pos 4
             if index in restarts:
                 self._redeliver()
             if index == truncate_at:

@@ -122,14 +122,18 @@ class Tombstone:
 
 @dataclass(frozen=True)
 class DeadLetter:
-    """A line that cannot become a bronze row, with the reason code and a one-line message."""
+    """A line that cannot become a bronze row, with the reason code and a one-line message.
+
+    ``topic`` and ``partition`` are None for a line of a file whose path is not a landing
+    file name (``ingestion.stream.parse``): then neither is known, and ``offset`` is the line index.
+    """
 
     reason: str
     message: str
     raw_line: str
     raw_is_base64: bool
-    topic: str
-    partition: int
+    topic: str | None
+    partition: int | None
     offset: int
     landing_file: str
     ingested_at: dt.datetime

@@ -191,7 +191,7 @@ class FastFileParser:
         outcome.tombstones = lines.count(b"null")
         ends = [line[:1] + line[-1:] for line in lines]
         candidates = [i for i, e in enumerate(ends) if e == b"{}"]
-        rejected = set()
+        rejected: set[int] = set()
         if len(candidates) + outcome.tombstones < len(lines):
             rejected.update(i for i, e in enumerate(ends) if e != b"{}" and lines[i] != b"null")
         if not content.isascii():
@@ -426,11 +426,11 @@ def _sniff(lines: list[bytes], shape: str) -> dict[str, str]:
             continue
         if not isinstance(event, dict):
             continue
-        image = event
+        image: object = event
         if shape == "envelope":
             image = event.get("after") if isinstance(event.get("after"), dict) else event.get("before")
-            if not isinstance(image, dict):
-                continue
+        if not isinstance(image, dict):
+            continue
         return {k: "bool" if isinstance(v, bool) else "number" for k, v in image.items() if isinstance(v, bool | int)}
     return {}
 
@@ -444,8 +444,10 @@ def _read_type(column_type: str, kind: str | None) -> pa.DataType:
         return pa.float64()
     if column_type == "string":
         return pa.string()
-    precision, scale = decimal_precision_scale(column_type)
-    return pa.decimal128(precision, scale)
+    precision_scale = decimal_precision_scale(column_type)
+    if precision_scale is None:
+        raise ValueError(f"unsupported contract type {column_type!r}")
+    return pa.decimal128(*precision_scale)
 
 
 def _position_type(connector: str, name: str) -> pa.DataType:

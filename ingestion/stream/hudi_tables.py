@@ -7,17 +7,30 @@ event: dbt's sources then find all of them).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
+
+if TYPE_CHECKING:
+    from py4j.java_gateway import JVMView
 
 #: Completed commits looked at (newest first) for a marker: table services (clustering) and
 #: dead-letter replays commit without one.
 MARKER_LOOKBACK = 20
 
 
-def _meta_client(spark: SparkSession, path: str):
+def _jvm(spark: SparkSession) -> JVMView:
+    """The driver's JVM gateway (None in pyspark's types: a stopped context has none)."""
     jvm = spark.sparkContext._jvm
+    if jvm is None:
+        raise RuntimeError("the Spark session has no JVM gateway (its context is stopped)")
+    return jvm
+
+
+def _meta_client(spark: SparkSession, path: str):
+    jvm = _jvm(spark)
     storage_conf = jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(
         spark.sparkContext._jsc.hadoopConfiguration())
     return jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder() \
@@ -26,7 +39,7 @@ def _meta_client(spark: SparkSession, path: str):
 
 def table_exists(spark: SparkSession, path: str) -> bool:
     """Whether ``path`` holds a Hudi table (its ``.hoodie/hoodie.properties``)."""
-    jvm = spark.sparkContext._jvm
+    jvm = _jvm(spark)
     hadoop_path = jvm.org.apache.hadoop.fs.Path(f"{path.rstrip('/')}/.hoodie/hoodie.properties")
     return bool(hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(hadoop_path))
 

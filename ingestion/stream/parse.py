@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingestion.cdc.contracts import BRONZE_METADATA_COLUMNS, TableContract, topic_map
-from ingestion.cdc.landing import LandingPathError, parse_landing_path
+from ingestion.cdc.landing import LandingFile, LandingPathError, parse_landing_path
 from ingestion.cdc.parser import UNKNOWN_TOPIC, BronzeEvent, DeadLetter, Tombstone, parse_line
 from ingestion.stream.bronze import (
     DEAD_LETTER_KEY,
@@ -99,7 +99,7 @@ class LineParser:
         events: dict[str, list[BronzeEvent]] = {}
         dead: list[DeadLetter] = []
         tombstones = 0
-        landing_cache: dict[str, object] = {}
+        landing_cache: dict[str, LandingFile | LandingPathError] = {}
         for landing_file, index, raw in zip(files, indexes, raws, strict=True):
             where = landing_cache.get(landing_file)
             if where is None:
@@ -177,9 +177,13 @@ class LineParser:
             seq_base[landing_file] = base
             outcome = self._fast_file(landing_file, content, lines)
             tombstones += outcome.tombstones
-            for piece in outcome.tables:
-                seq = pc.add(piece.column(SEQ), base)
-                fast_tables.setdefault(outcome.table, []).append(piece.set_column(piece.num_columns - 1, SEQ, seq))
+            if outcome.tables:
+                if outcome.table is None:  # rows come only from a contract's fast parser, which names its table
+                    raise ValueError(f"{landing_file}: the fast path returned rows without their table")
+                pieces = fast_tables.setdefault(outcome.table, [])
+                for piece in outcome.tables:
+                    seq = pc.add(piece.column(SEQ), base)
+                    pieces.append(piece.set_column(piece.num_columns - 1, SEQ, seq))
             fallback[0].extend([landing_file] * len(outcome.fallback))
             fallback[1].extend(outcome.fallback)
             fallback[2].extend([lines[i] for i in outcome.fallback])
@@ -222,8 +226,12 @@ class LineParser:
     def chunk_batch(self, file_bytes: dict[str, int], tables: dict[str, pa.Table], dead: list[DeadLetter],
                     tombstones: int) -> pa.RecordBatch:
         """The compact chunk rows of parsed lines (see the module docstring)."""
-        kinds, names, counts, oldest = [FILES], [None], [0], [None]
-        details, payloads = [json.dumps(file_bytes)], [None]
+        kinds: list[str] = [FILES]
+        names: list[str | None] = [None]
+        counts: list[int] = [0]
+        oldest: list[dt.datetime | None] = [None]
+        details: list[str | None] = [json.dumps(file_bytes)]
+        payloads: list[bytes | None] = [None]
         for table, data in tables.items():
             kinds.append(EVENT)
             names.append(table)
