@@ -43,7 +43,9 @@ IPV6_MAPPED_LOOPBACK = "0000000000000000FFFF00000100007F"
 def test_server_answers_queries(thrift_server):
     assert thrift_server.sql("SELECT 1 + 1") == [(2,)]
     assert thrift_server.sql("SET spark.sql.session.timeZone")[0][1] == "UTC"
-    assert thrift_server.sql("SET spark.sql.parquet.mergeSchema")[0][1] == "true"
+    # Hudi's SQL extension and catalog, and no cached relations (every query sees the latest commit)
+    assert "HoodieSparkSessionExtension" in thrift_server.sql("SET spark.sql.extensions")[0][1]
+    assert thrift_server.sql("SET spark.sql.filesourceTableRelationCacheSize")[0][1] == "0"
 
 
 def test_server_listens_on_loopback_only(thrift_server):
