@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 
 from ingestion.stream.bronze import COMMIT_METADATA_PREFIX
-from ingestion.stream.hudi_tables import latest_commit, latest_marker
+from ingestion.stream.hudi_tables import latest_commit, timeline_state
 
 STREAM_METADATA_KEY = COMMIT_METADATA_PREFIX + "stream"
 
@@ -59,13 +59,22 @@ class CommitOutcome:
 
 def write_once(data: DataFrame, path: str, options: dict[str, str], marker: StreamMarker,
                table: str) -> CommitOutcome:
-    """Insert ``data`` into the Hudi table at ``path`` unless ``marker``'s batch is already there."""
+    """Insert ``data`` into the Hudi table at ``path`` unless ``marker``'s batch is already there.
+
+    A table holding no record yet (created empty, or never written) gets a ``bulk_insert``:
+    no index lookup and no small-file merging, as nothing can be there to drop or to merge
+    with (``data`` is already unique by record key). Measured on the first snapshot at scale
+    1.0: 14 s of Hudi writes instead of 19 s (docs/performance.md).
+    """
     spark = data.sparkSession
-    previous = StreamMarker.from_json(latest_marker(spark, path, STREAM_METADATA_KEY))
+    state = timeline_state(spark, path, STREAM_METADATA_KEY)
+    previous = StreamMarker.from_json(state.marker)
     if previous is not None and previous.covers(marker):
         return CommitOutcome(table, None, skipped=True)
-    before = latest_commit(spark, path)
-    data.write.format("hudi").options(**options).option(STREAM_METADATA_KEY, marker.to_json()) \
-        .mode("append").save(path)
+    operation = options.get("hoodie.datasource.write.operation", "insert")
+    if operation == "insert" and not state.has_records:
+        operation = "bulk_insert"
+    data.write.format("hudi").options(**options).option("hoodie.datasource.write.operation", operation) \
+        .option(STREAM_METADATA_KEY, marker.to_json()).mode("append").save(path)
     after = latest_commit(spark, path)
-    return CommitOutcome(table, after if after != before else None, skipped=False)
+    return CommitOutcome(table, after if after != state.latest_commit else None, skipped=False)

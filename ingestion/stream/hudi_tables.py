@@ -7,6 +7,7 @@ event: dbt's sources then find all of them).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -52,17 +53,37 @@ def latest_commit(spark: SparkSession, path: str) -> str | None:
     return last.get().requestedTime() if last.isPresent() else None
 
 
+@dataclass(frozen=True)
+class TimelineState:
+    """What a writer needs to know of a table's recent completed commits."""
+
+    latest_commit: str | None
+    marker: str | None  # the newest value of the marker key among them
+    has_records: bool  # whether any commit wrote a record (else: only empty commits, or no commit)
+
+
+def timeline_state(spark: SparkSession, path: str, marker_key: str) -> TimelineState:
+    """The newest commit, the newest ``marker_key`` value (of the last ``MARKER_LOOKBACK`` commits)
+    and whether the table holds any record, from one read of the timeline."""
+    if not table_exists(spark, path):
+        return TimelineState(None, None, False)
+    timeline = _meta_client(spark, path).getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
+    instants = list(timeline.getReverseOrderedInstants().limit(MARKER_LOOKBACK).toArray())
+    marker: str | None = None
+    has_records = len(instants) == MARKER_LOOKBACK  # older commits than the look-back: assume data
+    for instant in instants:
+        metadata = timeline.readCommitMetadata(instant)
+        if marker is None and metadata.getMetadata(marker_key):
+            marker = str(metadata.getMetadata(marker_key))
+        has_records = has_records or metadata.fetchTotalRecordsWritten() > 0
+        if marker is not None and has_records:
+            break
+    return TimelineState(instants[0].requestedTime() if instants else None, marker, has_records)
+
+
 def latest_marker(spark: SparkSession, path: str, key: str) -> str | None:
     """``key`` of the newest completed commit (of the last ``MARKER_LOOKBACK``) that carries it."""
-    if not table_exists(spark, path):
-        return None
-    timeline = _meta_client(spark, path).getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
-    instants = timeline.getReverseOrderedInstants().limit(MARKER_LOOKBACK).toArray()
-    for instant in instants:
-        value = timeline.readCommitMetadata(instant).getMetadata(key)
-        if value:
-            return str(value)
-    return None
+    return timeline_state(spark, path, key).marker
 
 
 def create_empty(spark: SparkSession, path: str, schema: pa.Schema, options: dict[str, str]) -> bool:
