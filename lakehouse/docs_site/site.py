@@ -63,6 +63,26 @@ def generate_args(target: Path, empty_catalog: bool = False, extra: Sequence[str
     return [*args, *extra]
 
 
+#: Options of ``docs generate`` that ``run-operation`` takes too (which connection and variables).
+SHARED_OPTIONS = ("--target", "-t", "--profile", "--profiles-dir", "--vars")
+
+
+def statistics_args(target: Path, extra: Sequence[str] = ()) -> list[str]:
+    """Row counts and sizes of the built tables (macros/docs/compute_table_statistics.sql), for the catalog.
+
+    Of ``extra`` (the user's ``docs generate`` arguments) only the connection and variable
+    options are passed on: node selection means nothing to an operation.
+    """
+    shared: list[str] = []
+    for position, arg in enumerate(extra):
+        name = arg.split("=", 1)[0]
+        if name in SHARED_OPTIONS:
+            shared.append(arg)
+            if "=" not in arg and position + 1 < len(extra):
+                shared.append(extra[position + 1])
+    return ["run-operation", "compute_table_statistics", "--target-path", str(target), *shared]
+
+
 def build_site(
     settings: Settings,
     empty_catalog: bool = False,
@@ -72,6 +92,12 @@ def build_site(
 ) -> SiteSummary:
     """Run ``dbt docs generate --static`` (unless ``skip_generate``) and install the site."""
     target = dbt_target_dir()
+    if not skip_generate and not empty_catalog:
+        code = dbt(statistics_args(target, extra_dbt_args))
+        if code != 0:
+            raise DocsBuildError(
+                f"computing table statistics failed (exit code {code}); see the dbt output or {target.parent}/logs"
+            )
     if not skip_generate:
         code = dbt(generate_args(target, empty_catalog, extra_dbt_args))
         if code != 0:

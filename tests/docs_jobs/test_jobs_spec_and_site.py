@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from lakehouse.docs_site.site import DocsBuildError, build_site, install_site
+from lakehouse.docs_site.site import DocsBuildError, build_site, install_site, statistics_args
 from lakehouse.jobs import commands
 from lakehouse.jobs.spec import JobSpecError, parse_jobs
 
@@ -103,8 +103,15 @@ def test_build_site_runs_dbt_docs_generate_static_and_reports_failure(tmp_path, 
         return 0
 
     summary = build_site(settings, dbt=fake_dbt)
-    assert calls == [["docs", "generate", "--static", "--no-partial-parse", "--target-path", str(target)]]
+    assert calls == [["run-operation", "compute_table_statistics", "--target-path", str(target)],
+                     ["docs", "generate", "--static", "--no-partial-parse", "--target-path", str(target)]]
     assert summary.site_dir == home / "docs/site" and (home / "docs/site/static_index.html").is_file()
 
     with pytest.raises(DocsBuildError, match="exit code 2"):
         build_site(settings, dbt=lambda args: 2)
+
+
+def test_statistics_pass_on_the_connection_options_only(tmp_path):
+    args = statistics_args(tmp_path, ["--select", "fct_sales", "--target", "cluster", "--vars={a: 1}", "-t", "x"])
+    assert args == ["run-operation", "compute_table_statistics", "--target-path", str(tmp_path),
+                    "--target", "cluster", "--vars={a: 1}", "-t", "x"]
