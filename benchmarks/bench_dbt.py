@@ -89,6 +89,11 @@ class Instance:
         results = json.loads((self.home / "dbt-target" / "run_results.json").read_text())
         return float(results["elapsed_time"])
 
+    def node_seconds(self) -> dict[str, float]:
+        """Seconds of each node of the last command (dbt's execution_time), by node name."""
+        results = json.loads((self.home / "dbt-target" / "run_results.json").read_text())
+        return {r["unique_id"].split(".")[-1]: float(r["execution_time"]) for r in results["results"]}
+
     def dbt(self, *args: str) -> float:
         return self.run([str(BIN / "dbt"), *args, "--project-dir", str(PROJECT_DIR),
                          "--profiles-dir", str(PROJECT_DIR / "profiles"), "--threads", str(self.threads),
@@ -145,12 +150,15 @@ def main() -> None:
             instance.lakehouse("ingest", "--once", "--quiet", what="ingest changes")
             incremental_s = instance.dbt("run", "-s", *selection)
             incremental_work = instance.dbt_elapsed()
+            incremental_nodes = instance.node_seconds()
             full_s = instance.dbt("run", "-s", *selection, "--full-refresh")
             full_work = instance.dbt_elapsed()
+            full_nodes = instance.node_seconds()
             if run < 0:
                 console.print(f"warm-up: incremental {incremental_s:.1f} s, full refresh {full_s:.1f} s")
                 continue
             ratio = runs.add(incremental_s, incremental_work, full_s, full_work)
+            runs.add_nodes(incremental_nodes, full_nodes)
             console.print(f"#{run + 1}: incremental {incremental_s:.1f} s "
                           f"(dbt elapsed {incremental_work:.1f} s), "
                           f"full refresh {full_s:.1f} s (dbt elapsed {full_work:.1f} s), "
@@ -168,6 +176,7 @@ def main() -> None:
         table.add_row("incremental / full refresh", f"{median(runs.ratios):.2f}", "<= 0.25 at scale 10")
         table.add_row("  same, dbt elapsed only", f"{median(runs.work_ratios):.2f}", "")
         console.print(table)
+        console.print(runs.node_table())
     finally:
         thrift.stop(instance.settings)
         if not args.keep:
@@ -182,6 +191,26 @@ class SilverRuns:
     full: list[float] = dataclasses.field(default_factory=list)
     ratios: list[float] = dataclasses.field(default_factory=list)
     work_ratios: list[float] = dataclasses.field(default_factory=list)
+    incremental_nodes: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    full_nodes: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+
+    def add_nodes(self, incremental: dict[str, float], full: dict[str, float]) -> None:
+        for name, seconds in incremental.items():
+            self.incremental_nodes.setdefault(name, []).append(seconds)
+        for name, seconds in full.items():
+            self.full_nodes.setdefault(name, []).append(seconds)
+
+    def node_table(self) -> Table:
+        """Where the time goes: each model's median seconds, incremental and full refresh (dbt runs
+        models in parallel threads, so the sums exceed the elapsed times)."""
+        table = Table(title="seconds per model (medians; models run in parallel threads)")
+        for column in ("model", "incremental", "full refresh", "ratio"):
+            table.add_column(column, justify="left" if column == "model" else "right")
+        names = sorted(self.full_nodes, key=lambda name: -median(self.full_nodes[name]))
+        for name in names:
+            inc, full = median(self.incremental_nodes.get(name, [])), median(self.full_nodes[name])
+            table.add_row(name, f"{inc:.1f}", f"{full:.1f}", f"{inc / full:.2f}" if full else "")
+        return table
 
     def add(self, incremental: float, incremental_work: float, full: float, full_work: float) -> float:
         self.incremental.append(incremental)

@@ -83,6 +83,46 @@ def test_ingestion_listens_on_loopback_only_while_writing_hudi(spark, tmp_path: 
     assert not exposed, f"the ingestion listened beyond loopback while committing: {', '.join(exposed)}"
 
 
+def test_thrift_server_listens_on_loopback_only_while_dbt_writes_hudi(thrift_server, tmp_path: Path) -> None:
+    """Hudi writes through the Thrift server with the options dbt_project.yml gives gold models.
+
+    Hudi's embedded timeline server (one per write) binds every interface unless the
+    project's model options turn it off.
+    """
+    import threading
+
+    import yaml
+
+    from lakehouse.config import PROJECT_DIR
+
+    options = yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text())["models"]["lakehouse"]["gold"]["+options"]
+    clause = ", ".join(f"'{key}' = '{value}'" for key, value in options.items())
+    tree = process_tree(thrift_server.pid() or 0)
+    seen: dict[tuple[str, int], bool] = {}
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            seen.update({(item.address, item.port): item.is_loopback for item in listeners(tree)})
+            stop.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        thrift_server.sql("create schema if not exists loopback_probe")
+        for attempt in range(2):
+            thrift_server.sql("drop table if exists loopback_probe.t")
+            thrift_server.sql(f"create table loopback_probe.t using hudi options ({clause}) "
+                              f"location '{tmp_path / f'probe{attempt}'}' as select id, id * 2 as v from range(2000)")
+    finally:
+        stop.set()
+        sampler.join(timeout=10)
+        thrift_server.sql("drop schema if exists loopback_probe cascade")
+    assert any(port == thrift_server.port for _, port in seen), "the Thrift port was not seen (detector?)"
+    exposed = sorted(f"{address}:{port}" for (address, port), loopback in seen.items() if not loopback)
+    assert not exposed, f"the Thrift server listened beyond loopback during Hudi writes: {', '.join(exposed)}"
+
+
 def test_docs_server_listens_on_loopback_only(tmp_path: Path) -> None:
     """``lakehouse docs serve`` on a minimal site (the files it requires), as a user starts it."""
     home = tmp_path / "home"
