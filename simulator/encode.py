@@ -94,11 +94,11 @@ class RowEncoder:
             return int(value) if self.connector == "mysql" and self.tinyint_booleans else value
         if isinstance(value, Decimal):
             if precise:
-                return encode_unscaled_bytes(value, self._precision_scale(name)[1])
+                return encode_unscaled_bytes(value, self.precision_scale(name)[1])
             return float(value)
         return value
 
-    def _precision_scale(self, name: str) -> tuple[int, int]:
+    def precision_scale(self, name: str) -> tuple[int, int]:
         kind = self._types[name]
         precision_scale = decimal_precision_scale(kind)
         if precision_scale is None:
@@ -142,7 +142,7 @@ class RowEncoder:
             )
             spec.update(type="int64", name=logical, version=1)
         else:
-            precision, scale = self._precision_scale(name)
+            precision, scale = self.precision_scale(name)
             spec.update(
                 type="bytes",
                 name="org.apache.kafka.connect.data.Decimal",

@@ -20,7 +20,9 @@ Readers call ``load_oracle(landing)`` (a local path or ``s3://bucket/prefix``)::
     o.live_rows("sale")     # final live rows: contract columns, typed
     o.events("sale")        # distinct change events: bronze row minus delivery columns
     o.dead_letters()        # dicts: raw_line, raw_is_base64, reason, topic, partition, offset, file
-                            # (file = landing path relative to the landing root), by topic/partition/offset
+                            # (file = landing path relative to the landing root), by topic/partition/offset;
+                            # offset = start offset of the file + index of the record in it (an Avro
+                            # sink drops tombstones, so it can be lower than the Kafka offset)
     o.tombstones            # number of tombstone lines written
 """
 
@@ -184,12 +186,17 @@ def load_oracle(landing: str | Path, endpoint_url: str | None = None) -> Oracle:
     return Oracle(storage, manifest)
 
 
-def dead_letter_record(raw: bytes, reason: str, topic: str, partition: int, offset: int, file: str) -> dict:
-    """One expected dead letter (raw line as text, or base64 when it is not valid UTF-8)."""
+def dead_letter_record(raw: bytes, reason: str, topic: str, partition: int, offset: int, file: str,
+                       binary: bool = False) -> dict:
+    """One expected dead letter (raw line as text, or base64 when it is not valid UTF-8 or ``binary``:
+    the undecodable bytes of an Avro file are always kept as base64)."""
     import base64
 
-    try:
-        text, is_b64 = raw.decode("utf-8"), False
-    except UnicodeDecodeError:
-        text, is_b64 = base64.b64encode(raw).decode("ascii"), True
+    if not binary:
+        try:
+            return dict(zip(DEAD_LETTER_KEYS, (raw.decode("utf-8"), False, reason, topic, partition, offset, file),
+                            strict=True))
+        except UnicodeDecodeError:
+            pass  # not text: kept as base64
+    text, is_b64 = base64.b64encode(raw).decode("ascii"), True
     return dict(zip(DEAD_LETTER_KEYS, (text, is_b64, reason, topic, partition, offset, file), strict=True))

@@ -8,6 +8,14 @@ every run. ``reset`` deletes ``topics/`` and ``_oracle/`` first.
 
 Randomness comes from ``random.Random`` seeded with text built from the seed and the run
 number, so a seed and a start time give byte-identical output.
+
+``file_format`` is the sink's format: ``json`` (JsonFormat, one event per line) or ``avro``
+(AvroFormat with Debezium's Avro converter, ``simulator.avro``); ``format`` is the event
+shape (envelope, flattened, or mixed). The events themselves (data, positions, Kafka
+partitions, re-deliveries) do not depend on either: a seed gives the same events in JSON
+and in Avro. In Avro, a mixed shape changes at file boundaries only (a file has one writer
+schema), tombstones are dropped by the sink, and the injected bad events are Avro records
+that fail the contract or damaged files (``simulator.badlines.AVRO_KINDS``).
 """
 
 from __future__ import annotations
@@ -24,14 +32,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ingestion.cdc.contracts import TableContract, load_contracts
-from ingestion.cdc.landing import LandingPathError, parse_landing_path
+from ingestion.cdc.landing import AVRO, FILE_FORMATS, JSON, LandingPathError, parse_landing_path
 from ingestion.cdc.position import render_position
 from ingestion.sources.object_store import Storage, open_storage
 from simulator import tickit
-from simulator.badlines import BAD_KINDS, UNKNOWN_TOPIC, bad_line
+from simulator.avro import AvroItem, AvroRowEncoder, sync_marker, truncated_container
+from simulator.badlines import BAD_KINDS, UNKNOWN_TOPIC, AvroBadFile, bad_avro, bad_line
 from simulator.connectors import LOG_CLASSES, MySqlLog, SourceLog, source_block
 from simulator.database import PRIMARY_KEYS, TABLES, Row, SourceDatabase
-from simulator.encode import ENVELOPE, FLATTENED, WRAPPED, RowEncoder, epoch_ms
+from simulator.encode import ENVELOPE, FLATTENED, SHAPES, WRAPPED, RowEncoder, epoch_ms
 from simulator.generate import Calendar, Generator
 from simulator.oracle import (
     MANIFEST,
@@ -83,6 +92,7 @@ class SimulationOptions:
     truncate: bool = False
     reset: bool = False
     endpoint_url: str | None = None
+    file_format: str = JSON  # the sink's format: json (JsonFormat) or avro (AvroFormat)
 
 
 @dataclass
@@ -102,6 +112,7 @@ class RunSummary:
     lines: int = 0
     events_by_table: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    file_format: str = JSON
 
 
 ProgressCallback = Callable[[int, int], None]
@@ -111,7 +122,9 @@ Change = tuple[str, Row | None, Row | None]
 
 def _check_options(options: SimulationOptions) -> None:
     if options.format not in FORMATS:
-        raise SimulationError(f"--format must be one of {', '.join(FORMATS)}, got {options.format!r}")
+        raise SimulationError(f"--shape must be one of {', '.join(FORMATS)}, got {options.format!r}")
+    if options.file_format not in FILE_FORMATS:
+        raise SimulationError(f"--format must be one of {', '.join(FILE_FORMATS)}, got {options.file_format!r}")
     if not 0 < options.scale <= 10:
         raise SimulationError(f"--scale must be > 0 and <= 10, got {options.scale}")
     if options.changes < 0:
@@ -135,6 +148,10 @@ class Simulation:
         self.contracts: dict[str, TableContract] = load_contracts()
         self.encoders = {name: RowEncoder(c) for name, c in self.contracts.items()}
         self.boolean_encoders = {name: RowEncoder(c, tinyint_booleans=False) for name, c in self.contracts.items()}
+        self.avro = options.file_format == AVRO
+        self.avro_encoders = {name: AvroRowEncoder(c) for name, c in self.contracts.items()}
+        self.avro_boolean_encoders = {name: AvroRowEncoder(c, tinyint_booleans=False)
+                                      for name, c in self.contracts.items()}
         self.topics = {name: c.topics[0] for name, c in self.contracts.items()}
         self.column_names = {name: c.column_names for name, c in self.contracts.items()}
         if options.reset:
@@ -172,6 +189,7 @@ class Simulation:
             rotate_interval_ms=options.rotate_interval_ms,
             partitioner=options.partitioner,
             offsets=offsets,
+            file_format=options.file_format,
         )
         self.reinsert_queue: list[list[Any]] = [list(item) for item in state.get("reinsert_queue", [])]
         self.recent: dict[str, collections.deque] = {name: collections.deque(maxlen=64) for name in LOG_CLASSES}
@@ -188,6 +206,7 @@ class Simulation:
             start_time="",
             end_time="",
             events_by_table={name: 0 for name in TABLES},
+            file_format=options.file_format,
         )
         if manifest is None:
             self._load_snapshot_rows(real)
@@ -254,11 +273,15 @@ class Simulation:
             self.db.next_id[table] = max(self.db.next_id[table], next_id)
 
     # --- emitting ----------------------------------------------------------------------------
-    def _shape(self) -> str:
+    def _shape(self, topic: str, partition: int) -> str:
         if self.options.format == "envelope":
             return ENVELOPE
         if self.options.format == "flattened":
             return FLATTENED
+        if self.avro:  # one writer schema per file: the open file's shape goes on
+            open_shape = self.sink.open_tag(topic, partition)
+            if open_shape in SHAPES:
+                return open_shape
         pick = self.shape_rng.random()
         return ENVELOPE if pick < 0.45 else FLATTENED if pick < 0.9 else WRAPPED
 
@@ -278,23 +301,28 @@ class Simulation:
         snapshot: str = "false",
     ) -> None:
         contract = self.contracts[table]
-        shape = self._shape()
-        # mixed: flattened lines come from a pipeline whose MySQL tinyint(1) columns are JSON booleans
-        mixed_flat = shape == FLATTENED and self.options.format == "mixed"
-        encoder = self.boolean_encoders[table] if mixed_flat else self.encoders[table]
-        connector_log = self.logs[contract.connector]
-        source = source_block(connector_log, contract, ts_ms, snapshot, positions)
-        lag = self.rng.randint(3, 900)
-        line = encoder.render(shape, op, before, after, source, ts_ms + lag)
         image = before if op == "d" else after
         key = None if image is None else image[PRIMARY_KEYS[table]]
         topic = self.topics[table]
         partition = self._partition(table, key)
+        shape = self._shape(topic, partition)
+        # mixed: flattened lines come from a pipeline whose MySQL tinyint(1) columns are JSON booleans
+        mixed_flat = shape == FLATTENED and self.options.format == "mixed"
+        connector_log = self.logs[contract.connector]
+        source = source_block(connector_log, contract, ts_ms, snapshot, positions)
+        lag = self.rng.randint(3, 900)
+        line: bytes | AvroItem
+        if self.avro:
+            avro = self.avro_boolean_encoders[table] if mixed_flat else self.avro_encoders[table]
+            line = avro.item(shape, op, before, after, source, ts_ms + lag)
+        else:
+            encoder = self.boolean_encoders[table] if mixed_flat else self.encoders[table]
+            line = encoder.render(shape, op, before, after, source, ts_ms + lag)
         self.sink.append(topic, partition, line, ts_ms)
         self.recent[contract.connector].append((topic, partition, line))
         self._record_event(table, contract, op, image, source, ts_ms)
-        if op == "d":  # tombstones.on.delete=true: the tombstone follows the delete
-            self.sink.append(topic, partition, b"null", ts_ms)
+        if op == "d" and self.sink.tombstone(topic, partition, ts_ms):
+            # tombstones.on.delete=true: the tombstone follows the delete (an Avro sink drops it)
             self.summary.tombstones += 1
 
     def _row_fragment(self, table: str, row: dict[str, Any]) -> str:
@@ -592,9 +620,34 @@ class Simulation:
         line = bad_line(kind, self.rng, contract, self.encoders[table], row, source, self.clock_ms)
         topic = UNKNOWN_TOPIC if kind == "unknown_topic" else self.topics[table]
         partition = self.rng.randrange(self.options.partitions)
-        offset, path = self.sink.append(topic, partition, line, self.clock_ms)
-        self.dead_letters.append(dead_letter_record(line, kind, topic, partition, offset, path))
+        if self.avro:  # the same random draws as JSON: the good events stay those of a JSON run
+            self._inject_bad_avro(kind, contract, line, row, source, topic, partition)
+        else:
+            offset, path = self.sink.append(topic, partition, line, self.clock_ms)
+            self.dead_letters.append(dead_letter_record(line, kind, topic, partition, offset, path))
         self.summary.bad_lines += 1
+
+    def _inject_bad_avro(self, kind: str, contract: TableContract, line: bytes, row: Row, source: dict[str, Any],
+                         topic: str, partition: int) -> None:
+        bad = bad_avro(kind, contract, self.avro_encoders[contract.name], line, row, source, self.clock_ms)
+        if isinstance(bad, AvroBadFile):
+            raws: list[bytes] = []
+
+            def build(path: str) -> bytes:
+                if bad.item is None:  # not an Avro file at all
+                    raws.append(bad.content)
+                    return bad.content
+                data, raw = truncated_container(bad.item, sync_marker(path))
+                raws.append(raw)
+                return data
+
+            offset, path = self.sink.append_file(topic, partition, self.clock_ms, build)
+            self.dead_letters.append(
+                dead_letter_record(raws[0], bad.reason, topic, partition, offset, path, binary=True))
+            return
+        offset, path = self.sink.append(topic, partition, bad.item, self.clock_ms)
+        self.dead_letters.append(
+            dead_letter_record(bad.raw_line.encode("utf-8"), bad.reason, topic, partition, offset, path))
 
     def _tick(self) -> None:
         done = self.summary.snapshot_events + self.summary.change_events

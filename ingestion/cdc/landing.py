@@ -1,10 +1,15 @@
-"""Kafka Connect S3-sink landing file names: ``<topic>+<partition>+<10-digit start offset>.json``.
+"""Kafka Connect S3-sink landing file names: ``<topic>+<partition>+<10-digit start offset>.<ext>``.
 
+The extension is the sink's format: ``.json`` (JsonFormat: one record per line) or
+``.avro`` (AvroFormat: an Avro object container file, ``ingestion.cdc.avro_records``).
 A landing file lives anywhere under ``topics/<topic>/`` (any prefix before ``topics/``,
 local path or ``s3://`` URI), directly or below the DefaultPartitioner's
 ``partition=<p>/`` directory or the DailyPartitioner's ``year=YYYY/month=MM/day=DD/``
-directories. Topic, partition and start offset come from the file name; the line at
-index ``i`` (0-based) of the file has Kafka offset ``start_offset + i``.
+directories. Topic, partition and start offset come from the file name; the record at
+index ``i`` (0-based: the line of a JSON file, the record of an Avro file) has Kafka
+offset ``start_offset + i``. A sink that drops records (``behavior.on.null.values=ignore``
+drops tombstones) leaves gaps in a file's real offsets: ``start_offset + i`` is then a
+lower bound that keeps the order of the records, not the real offset.
 """
 
 from __future__ import annotations
@@ -13,7 +18,14 @@ import re
 from dataclasses import dataclass
 
 OFFSET_DIGITS = 10
-_FILE_NAME = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)\+(?P<partition>\d+)\+(?P<offset>\d{10})\.json\Z")
+#: Landing file formats (the sink's ``format.class``) by file extension.
+JSON, AVRO = "json", "avro"
+FILE_FORMATS = (JSON, AVRO)
+#: File name suffixes of landing files (anything else under ``topics/`` is not read).
+LANDING_SUFFIXES = tuple(f".{fmt}" for fmt in FILE_FORMATS)
+_FILE_NAME = re.compile(
+    r"^(?P<topic>[A-Za-z0-9._-]+)\+(?P<partition>\d+)\+(?P<offset>\d{10})\.(?P<format>json|avro)\Z"
+)
 _DAILY_DIRS = re.compile(r"^year=\d{4}/month=\d{2}/day=\d{2}\Z")
 
 
@@ -26,13 +38,26 @@ class LandingFile:
     topic: str
     partition: int
     start_offset: int
+    format: str = JSON  # JSON or AVRO, from the file name's extension
 
 
-def landing_file_name(topic: str, partition: int, start_offset: int) -> str:
-    """The S3-sink file name of a chunk: ``tickit.ecomm.sale+0+0000000000.json``."""
+def landing_file_name(topic: str, partition: int, start_offset: int, file_format: str = JSON) -> str:
+    """The S3-sink file name of a chunk: ``tickit.ecomm.sale+0+0000000000.json`` (or ``.avro``)."""
     if start_offset < 0 or start_offset >= 10**OFFSET_DIGITS:
         raise ValueError(f"start offset {start_offset} does not fit {OFFSET_DIGITS} digits")
-    return f"{topic}+{partition}+{start_offset:0{OFFSET_DIGITS}d}.json"
+    if file_format not in FILE_FORMATS:
+        raise ValueError(f"file format must be one of {FILE_FORMATS}, got {file_format!r}")
+    return f"{topic}+{partition}+{start_offset:0{OFFSET_DIGITS}d}.{file_format}"
+
+
+def is_landing_file_name(name: str) -> bool:
+    """Whether a file name has a landing file's suffix and is not hidden (``.``/``_``, as Spark skips)."""
+    return name.endswith(LANDING_SUFFIXES) and not name.startswith((".", "_"))
+
+
+def is_avro_path(path: str) -> bool:
+    """Whether a landing path names an Avro file (by its extension, whatever the rest of the name)."""
+    return str(path).endswith(".avro")
 
 
 def parse_landing_path(path: str) -> LandingFile:
@@ -41,7 +66,9 @@ def parse_landing_path(path: str) -> LandingFile:
     directory, _, name = text.rpartition("/")
     match = _FILE_NAME.match(name)
     if not match:
-        raise LandingPathError(f"{path}: file name must be <topic>+<partition>+<10-digit start offset>.json")
+        raise LandingPathError(
+            f"{path}: file name must be <topic>+<partition>+<10-digit start offset>.json (or .avro)"
+        )
     topic = match.group("topic")
     partition = int(match.group("partition"))
     segments = directory.split("/")
@@ -59,4 +86,4 @@ def parse_landing_path(path: str) -> LandingFile:
                 f"{path}: unexpected directories {between!r} under topics/{topic}/ "
                 "(expected partition=<p>/ or year=YYYY/month=MM/day=DD/)"
             )
-    return LandingFile(topic, partition, int(match.group("offset")))
+    return LandingFile(topic, partition, int(match.group("offset")), match.group("format"))

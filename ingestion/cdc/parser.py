@@ -14,7 +14,14 @@ Shapes, detected per line:
   ``__db``, ``__table``, ``__name``, ... and the position fields ``__lsn``, ``__txId``
   (PostgreSQL), ``__file``, ``__pos``, ``__row`` (MySQL), ``__change_lsn``,
   ``__commit_lsn``, ``__event_serial_no`` (SQL Server). Without any of them the event
-  gets a degraded position (see ``ingestion.cdc.position``).
+  gets a degraded position (see ``ingestion.cdc.position``). Inside the JsonConverter
+  wrapper, the schema's top-level fields select the value encodings as for an envelope.
+
+Records of a format that carries its own schema (Avro landing files,
+``ingestion.cdc.avro_records``) arrive already decoded, in the JsonConverter shape:
+``parse_record(payload, schema=...)`` gives exactly what ``parse_line`` gives for the line
+``json_converter_line(schema, payload)``, which is also the raw line of its dead letters
+(so ``lakehouse dead-letter replay`` re-parses them like any JSON line).
 
 Checks, in order (the first failing one gives the reason): invalid UTF-8 ->
 ``bad_encoding``; a line that is exactly ``null`` (or a wrapper whose payload is null)
@@ -234,6 +241,54 @@ def parse_line(
         return _dead(delivery, INCOMPATIBLE_SCHEMA, message, text, False, contract.name)
 
 
+def parse_record(
+    payload: Any,
+    *,
+    schema: Any,
+    topic: str,
+    partition: int,
+    offset: int,
+    landing_file: str,
+    ingested_at: dt.datetime,
+    contracts: Mapping[str, TableContract] | None = None,
+    row_schemas: Mapping[str, FieldSchema] | None = None,
+) -> ParseResult:
+    """Parse one decoded record: a JsonConverter ``payload`` with its JsonConverter ``schema``.
+
+    The result is the one ``parse_line`` gives for ``json_converter_line(schema, payload)``
+    (a None payload is a tombstone); that line is the raw line of a dead letter.
+    ``row_schemas`` (``row_field_schemas(schema)``) may be passed when many records share
+    one schema.
+    """
+    delivery = _Delivery(topic, partition, offset, landing_file, ingested_at)
+    if payload is None:
+        return Tombstone(topic, partition, offset, landing_file)
+    contract = (_default_topics() if contracts is None else contracts).get(topic)
+    if contract is None:
+        message = f"topic {topic!r} is not in any table contract"
+        return _dead(delivery, UNKNOWN_TOPIC, message, json_converter_line(schema, payload), False, None)
+    try:
+        if not isinstance(payload, dict):
+            raise _Reject(INCOMPATIBLE_SCHEMA, "the payload of a schema/payload event must be a JSON object")
+        schemas = row_field_schemas(schema) if row_schemas is None else row_schemas
+        return _parse_payload(payload, schemas, contract, delivery)
+    except _Reject as rejected:
+        text = json_converter_line(schema, payload)
+        return _dead(delivery, rejected.reason, rejected.message, text, False, contract.name)
+    except (ValueError, TypeError, ArithmeticError, KeyError, AttributeError) as exc:
+        message = f"event not understood ({type(exc).__name__}: {exc})"
+        return _dead(delivery, INCOMPATIBLE_SCHEMA, message, json_converter_line(schema, payload), False,
+                     contract.name)
+
+
+_LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def json_converter_line(schema: Any, payload: Any) -> str:
+    """The JsonConverter line (``schemas.enable=true``) of a payload and its schema."""
+    return _LINE_ENCODER.encode({"schema": schema, "payload": payload})
+
+
 def parse_lines(
     data: bytes,
     landing: LandingFile,
@@ -301,14 +356,20 @@ def _parse_event(event: Any, contract: TableContract, delivery: _Delivery) -> Br
         raise _Reject(INCOMPATIBLE_SCHEMA, f"a Debezium event must be a JSON object, got {type(event).__name__}")
     schemas: dict[str, FieldSchema] = {}
     if _is_wrapper(event):
-        schemas = _row_schemas(event.get("schema"))
+        schemas = row_field_schemas(event.get("schema"))
         event = event["payload"]
         if not isinstance(event, dict):
             raise _Reject(INCOMPATIBLE_SCHEMA, "the payload of a schema/payload event must be a JSON object")
+    return _parse_payload(event, schemas, contract, delivery)
+
+
+def _parse_payload(
+    event: dict[str, Any], schemas: Mapping[str, FieldSchema], contract: TableContract, delivery: _Delivery
+) -> BronzeEvent:
     if "op" in event or {"before", "after", "source"} & set(event):
         return _parse_envelope(event, schemas, contract, delivery)
     if any(key.startswith("__") for key in event):
-        return _parse_flattened(event, contract, delivery)
+        return _parse_flattened(event, schemas, contract, delivery)
     raise _Reject(
         UNKNOWN_OP,
         "event has no op: neither a Debezium envelope (op) nor a flattened event (__op); "
@@ -316,12 +377,18 @@ def _parse_event(event: Any, contract: TableContract, delivery: _Delivery) -> Br
     )
 
 
-def _row_schemas(schema: Any) -> dict[str, FieldSchema]:
-    """Field schemas of the row struct (``after``, else ``before``) of a JsonConverter schema."""
+def row_field_schemas(schema: Any) -> dict[str, FieldSchema]:
+    """Field schemas of the row columns of a JsonConverter schema.
+
+    An envelope's row struct is its ``after`` (else ``before``) field; a flattened event's
+    schema (no ``before``/``after``/``op`` field) holds the row columns at the top level.
+    """
     if not isinstance(schema, dict):
         return {}
     fields = {f.get("field"): f for f in schema.get("fields") or [] if isinstance(f, dict)}
     row = fields.get("after") or fields.get("before")
+    if row is None and fields and not {"before", "after", "op"} & set(fields):
+        row = schema
     if not isinstance(row, dict):
         return {}
     return {
@@ -347,7 +414,7 @@ def _int_ts(value: Any) -> int | None:
 
 
 def _parse_envelope(
-    event: dict[str, Any], schemas: dict[str, FieldSchema], contract: TableContract, delivery: _Delivery
+    event: dict[str, Any], schemas: Mapping[str, FieldSchema], contract: TableContract, delivery: _Delivery
 ) -> BronzeEvent:
     op = _check_op(event.get("op"), "op")
     source = event.get("source") or {}
@@ -382,7 +449,9 @@ def _row_image(event: dict[str, Any], op: str) -> dict[str, Any] | None:
     return image
 
 
-def _parse_flattened(event: dict[str, Any], contract: TableContract, delivery: _Delivery) -> BronzeEvent:
+def _parse_flattened(
+    event: dict[str, Any], schemas: Mapping[str, FieldSchema], contract: TableContract, delivery: _Delivery
+) -> BronzeEvent:
     op = _check_op(event.get("__op"), "__op")
     deleted = event.get("__deleted")
     if deleted is not None:
@@ -407,7 +476,7 @@ def _parse_flattened(event: dict[str, Any], contract: TableContract, delivery: _
         db=event.get("__db"),
         table=event.get("__table"),
     )
-    return _build(image, {}, meta, contract, delivery, FLATTENED)
+    return _build(image, schemas, meta, contract, delivery, FLATTENED)
 
 
 @dataclass(frozen=True)
@@ -422,7 +491,7 @@ class _Meta:
 
 def _build(
     image: dict[str, Any] | None,
-    schemas: dict[str, FieldSchema],
+    schemas: Mapping[str, FieldSchema],
     meta: _Meta,
     contract: TableContract,
     delivery: _Delivery,
@@ -471,7 +540,9 @@ def _build(
     return BronzeEvent(table=contract.name, row=row, extra_columns=extra, shape=shape, degraded=degraded)
 
 
-def _typed(name: str, column_type: str, image: dict[str, Any], schemas: dict[str, FieldSchema], connector: str) -> Any:
+def _typed(
+    name: str, column_type: str, image: dict[str, Any], schemas: Mapping[str, FieldSchema], connector: str
+) -> Any:
     if name not in image:
         return None
     schema = schemas.get(name)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import functools
 import re
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
@@ -103,6 +104,19 @@ def decimal_precision_scale(column_type: str) -> tuple[int, int] | None:
 
 def check_schema_compatible(column_type: str, schema: FieldSchema) -> None:
     """Raise SchemaMismatch when the event schema's type cannot feed ``column_type``."""
+    problem = _schema_problem(column_type, schema.type, schema.name)
+    if problem is not None:
+        raise SchemaMismatch(problem)
+
+
+@functools.lru_cache(maxsize=4096)
+def _schema_problem(column_type: str, schema_type: str, schema_name: str | None) -> str | None:
+    """Why a field schema (type, logical name) cannot feed ``column_type``; None when it can.
+
+    Cached: the rule depends on these three strings only, and an Avro file (or a topic's
+    JSON lines with schemas) repeats the same few pairs for every event.
+    """
+    schema = FieldSchema(schema_type, schema_name)
     base = "decimal" if column_type.startswith("decimal") else column_type
     allowed = _COMPATIBLE_SCHEMA_TYPES[base]
     bad = schema.type not in allowed
@@ -118,7 +132,8 @@ def check_schema_compatible(column_type: str, schema: FieldSchema) -> None:
         bad = True
     if bad:
         label = schema.type + (f" ({schema.name})" if schema.name else "")
-        raise SchemaMismatch(f"event schema type {label} does not fit contract type {column_type}")
+        return f"event schema type {label} does not fit contract type {column_type}"
+    return None
 
 
 def decode_value(value: Any, column_type: str, connector: str, schema: FieldSchema | None = None) -> Any:

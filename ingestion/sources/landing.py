@@ -1,4 +1,4 @@
-"""The landing-zone streaming source: whole files as bytes, split into lines in Python.
+"""The landing-zone streaming source: whole files as bytes, split into lines (or Avro records) in Python.
 
 Why ``binaryFile`` and not ``text``/``json``: Spark's text and JSON sources give no line
 index (so no Kafka offset = start offset + line index) and decode with replacement, so a
@@ -15,12 +15,16 @@ UTF-8) before splitting. For a local landing zone the workers also read the file
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 
-#: Kafka Connect S3 sink file names end with this suffix.
-LANDING_GLOB = "*.json"
+from ingestion.cdc.landing import is_landing_file_name
+
+#: Kafka Connect S3 sink file names end with the format's suffix: JsonFormat ``.json``,
+#: AvroFormat ``.avro`` (a Hadoop glob, as Spark's ``pathGlobFilter`` takes it).
+LANDING_GLOB = "*.{json,avro}"
 
 #: The fixed schema of Spark's binaryFile source (a streaming source needs it up front).
 BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length bigint, content binary"
@@ -29,6 +33,11 @@ BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length bigint, co
 
 def topics_root(landing: str) -> str:
     return landing.rstrip("/") + "/topics"
+
+
+def count_landed_files(landing: str) -> int:
+    """Landing files (``.json``, ``.avro``) under a local landing zone's ``topics/`` right now."""
+    return sum(1 for path in Path(topics_root(landing)).rglob("*") if is_landing_file_name(path.name))
 
 
 def landing_stream(spark: SparkSession, landing: str, *, max_files_per_trigger: int | None = None,

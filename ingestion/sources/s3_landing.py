@@ -25,9 +25,8 @@ import os
 import threading
 from pathlib import Path
 
+from ingestion.cdc.landing import LANDING_SUFFIXES
 from ingestion.sources.object_store import S3Storage
-
-LANDING_SUFFIX = ".json"
 
 log = logging.getLogger("lakehouse.ingest")
 
@@ -56,7 +55,7 @@ class S3LandingMirror:
             raise S3LandingError(f"landing zone {self.uri}: cannot list s3://{self.storage.bucket}: {exc}") from exc
         copied = 0
         for relative in keys:
-            if not relative.endswith(LANDING_SUFFIX):
+            if not relative.endswith(LANDING_SUFFIXES):
                 continue
             target = self.local / relative
             if target.exists():

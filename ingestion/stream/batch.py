@@ -46,7 +46,7 @@ from ingestion.stream.bronze import (
     table_path,
     write_options,
 )
-from ingestion.stream.commit import CommitOutcome, StreamMarker, write_once
+from ingestion.stream.commit import CommitOutcome, StreamMarker, table_state, write_once
 from ingestion.stream.fast_parse import parser_mode
 from ingestion.stream.parse import (
     CHUNKS_DDL,
@@ -242,8 +242,16 @@ class BatchProcessor:
             outcome.rows for outcome in outcomes if outcome.rows is not None)
 
     def _write_table(self, chunks: DataFrame, table: str, drift: list[str], marker: StreamMarker) -> CommitOutcome:
+        """Write the batch's rows of ``table``. Columns added to the table by earlier batches
+        (drift) are written as nulls when this batch lacks them: Hudi reconciles a batch
+        that only lacks columns, but not one that lacks some and adds others."""
+        path = table_path(self.lake, table)
+        state = table_state(chunks.sparkSession, path)
+        contract = [name for name, _ in self.columns[table]]
+        earlier = state.columns_beyond(contract)
+        added = [*earlier, *(name for name in drift if name not in earlier)]
         schema = arrow_schema(self.columns[table])
-        schema = pa.schema([*schema, *(pa.field(name, pa.string()) for name in drift)])
+        schema = pa.schema([*schema, *(pa.field(name, pa.string()) for name in added)])
         decode = functools.partial(decode_chunks, table=table, schema=schema)
         rows = chunks.where(F.col("table_name") == table).select("table_name", "payload").mapInArrow(
             decode, from_arrow_schema(utc_timestamps(schema)))
@@ -254,7 +262,7 @@ class BatchProcessor:
             unique = first_delivery(rows, keys, _DELIVERY_ORDER["bronze"])
         unique = unique.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            outcome = write_once(unique, table_path(self.lake, table), write_options(table), marker, table)
+            outcome = write_once(unique, path, write_options(table), marker, table, state)
             outcome.rows = unique.count() if not outcome.skipped else None
         finally:
             unique.unpersist()

@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
 from ingestion.stream.bronze import COMMIT_METADATA_PREFIX
-from ingestion.stream.hudi_tables import latest_commit, timeline_state
+from ingestion.stream.hudi_tables import TimelineState, latest_commit, timeline_state
 
 STREAM_METADATA_KEY = COMMIT_METADATA_PREFIX + "stream"
 
@@ -57,17 +57,24 @@ class CommitOutcome:
     rows: int | None = None  # rows written (after the in-batch deduplication)
 
 
+def table_state(spark: SparkSession, path: str) -> TimelineState:
+    """What ``write_once`` needs to know of the table at ``path``: one read of its timeline."""
+    return timeline_state(spark, path, STREAM_METADATA_KEY)
+
+
 def write_once(data: DataFrame, path: str, options: dict[str, str], marker: StreamMarker,
-               table: str) -> CommitOutcome:
+               table: str, state: TimelineState | None = None) -> CommitOutcome:
     """Insert ``data`` into the Hudi table at ``path`` unless ``marker``'s batch is already there.
 
     A table holding no record yet (created empty, or never written) gets a ``bulk_insert``:
     no index lookup and no small-file merging, as nothing can be there to drop or to merge
     with (``data`` is already unique by record key). Measured on the first snapshot at scale
-    1.0: 14 s of Hudi writes instead of 19 s (docs/performance.md).
+    1.0: 14 s of Hudi writes instead of 19 s (docs/performance.md). ``state``: the table's
+    timeline state when the caller has read it already (``table_state``).
     """
     spark = data.sparkSession
-    state = timeline_state(spark, path, STREAM_METADATA_KEY)
+    if state is None:
+        state = table_state(spark, path)
     previous = StreamMarker.from_json(state.marker)
     if previous is not None and previous.covers(marker):
         return CommitOutcome(table, None, skipped=True)

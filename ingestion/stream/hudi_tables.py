@@ -7,6 +7,8 @@ event: dbt's sources then find all of them).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -60,16 +62,26 @@ class TimelineState:
     latest_commit: str | None
     marker: str | None  # the newest value of the marker key among them
     has_records: bool  # whether any commit wrote a record (else: only empty commits, or no commit)
+    columns: tuple[str, ...] = ()  # the newest commit's writer schema, meta fields excluded
+
+    def columns_beyond(self, known: Iterable[str]) -> list[str]:
+        """The table's columns that are not in ``known`` (columns added by earlier writes), in table order."""
+        skip = set(known)
+        return [name for name in self.columns if name not in skip]
 
 
 def timeline_state(spark: SparkSession, path: str, marker_key: str) -> TimelineState:
     """The newest commit, the newest ``marker_key`` value (of the last ``MARKER_LOOKBACK`` commits)
-    and whether the table holds any record, from one read of the timeline."""
+    and whether the table holds any record, from one read of the timeline; the columns of the
+    newest commit's writer schema (Hudi's ``schema`` commit metadata)."""
     if not table_exists(spark, path):
         return TimelineState(None, None, False)
     timeline = _meta_client(spark, path).getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
     instants = list(timeline.getReverseOrderedInstants().limit(MARKER_LOOKBACK).toArray())
     marker: str | None = None
+    columns: tuple[str, ...] = ()
+    if instants:
+        columns = _schema_columns(timeline.readCommitMetadata(instants[0]).getMetadata(SCHEMA_KEY))
     has_records = len(instants) == MARKER_LOOKBACK  # older commits than the look-back: assume data
     for instant in instants:
         metadata = timeline.readCommitMetadata(instant)
@@ -78,7 +90,18 @@ def timeline_state(spark: SparkSession, path: str, marker_key: str) -> TimelineS
         has_records = has_records or metadata.fetchTotalRecordsWritten() > 0
         if marker is not None and has_records:
             break
-    return TimelineState(instants[0].requestedTime() if instants else None, marker, has_records)
+    return TimelineState(instants[0].requestedTime() if instants else None, marker, has_records, columns)
+
+
+#: Hudi's commit metadata key holding the commit's writer schema (Avro JSON).
+SCHEMA_KEY = "schema"
+
+
+def _schema_columns(schema_json: str | None) -> tuple[str, ...]:
+    if not schema_json:
+        return ()
+    fields = json.loads(str(schema_json)).get("fields", [])
+    return tuple(f["name"] for f in fields if not f["name"].startswith("_hoodie_"))
 
 
 def latest_marker(spark: SparkSession, path: str, key: str) -> str | None:

@@ -16,6 +16,11 @@ plan the writes without reading a payload: the bytes per landing file (``files``
 drift columns (``event``), the dead letters per reason (``dead``). The payloads stay in
 Spark: each table's rows are decoded from them by ``decode_chunks`` on the executors and
 written by Hudi; no wide union schema and no per-value conversion through the JVM.
+
+Avro landing files (``.avro``, the S3 sink's AvroFormat) are decoded record by record
+(``ingestion.cdc.avro_records.parse_avro_file``) into the JsonConverter shape and parsed by
+the same event parser (``parse_record``); the fast path is for JSON lines only. Their rows
+join the batch's other rows, in record order (record ``i`` of a file is its line ``i``).
 """
 
 from __future__ import annotations
@@ -30,9 +35,10 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ingestion.cdc.avro_records import parse_avro_file
 from ingestion.cdc.contracts import BRONZE_METADATA_COLUMNS, TableContract, topic_map
-from ingestion.cdc.landing import LandingFile, LandingPathError, parse_landing_path
-from ingestion.cdc.parser import UNKNOWN_TOPIC, BronzeEvent, DeadLetter, Tombstone, parse_line
+from ingestion.cdc.landing import LandingFile, LandingPathError, is_avro_path, parse_landing_path
+from ingestion.cdc.parser import UNKNOWN_TOPIC, BronzeEvent, DeadLetter, ParseResult, Tombstone, parse_line
 from ingestion.stream.bronze import (
     DEAD_LETTER_KEY,
     DEAD_LETTER_TABLE,
@@ -123,6 +129,35 @@ class LineParser:
                 tombstones += 1
         return events, dead, tombstones
 
+    def parse_avro(self, landing_file: str, content: bytes) -> tuple[dict[str, list[BronzeEvent]], list[DeadLetter],
+                                                                         int, int]:
+        """(events per table, dead letters, tombstones, records) of one Avro landing file.
+
+        ``records`` counts the file's record indexes (decoded or lost), the "lines" of the file.
+        """
+        events: dict[str, list[BronzeEvent]] = {}
+        dead: list[DeadLetter] = []
+        tombstones = records = 0
+        try:
+            where: LandingFile | None = parse_landing_path(landing_file)
+            problem = None
+        except LandingPathError as exc:
+            where, problem = None, str(exc)
+        results: list[ParseResult] = list(parse_avro_file(content, where, landing_file, self.ingested_at,
+                                                          self.topics, problem))
+        start = where.start_offset if where is not None else 0
+        for result in results:
+            if isinstance(result, BronzeEvent):
+                events.setdefault(result.table, []).append(result)
+                records = max(records, result.row["_cdc_kafka_offset"] - start + 1)
+            elif isinstance(result, DeadLetter):
+                dead.append(result)
+                records = max(records, result.offset - start + 1)
+            else:
+                tombstones += 1
+                records = max(records, result.offset - start + 1)
+        return events, dead, tombstones, records
+
     def _bad_path(self, raw: bytes, landing_file: str, index: int, message: str) -> DeadLetter:
         try:
             text, is_b64 = raw.decode("utf-8"), False
@@ -160,11 +195,38 @@ class LineParser:
         tables = {table: self.event_table(table, table_events) for table, table_events in events.items()}
         return self.chunk_batch(file_bytes, tables, dead, tombstones)
 
-    def file_chunks(self, files: list[tuple[str, bytes, list[bytes]]]) -> pa.RecordBatch:
+    def python_chunks(self, files: list[LandedFile]) -> pa.RecordBatch:
+        """Like ``chunks`` for whole landing files (``landing_file``, content, lines or None for Avro)."""
+        names: list[str] = []
+        indexes: list[int] = []
+        raws: list[bytes] = []
+        file_bytes: dict[str, int] = {}
+        avro: list[tuple[str, bytes]] = []
+        for landing_file, content, lines in files:
+            if lines is None:
+                file_bytes[landing_file] = file_bytes.get(landing_file, 0) + len(content)
+                avro.append((landing_file, content))
+                continue
+            file_bytes[landing_file] = file_bytes.get(landing_file, 0) + sum(map(len, lines)) + len(lines)
+            names.extend([landing_file] * len(lines))
+            indexes.extend(range(len(lines)))
+            raws.extend(lines)
+        events, dead, tombstones = self.parse(names, indexes, raws)
+        for landing_file, content in avro:
+            avro_events, avro_dead, avro_tombstones, _ = self.parse_avro(landing_file, content)
+            for table, table_events in avro_events.items():
+                events.setdefault(table, []).extend(table_events)
+            dead.extend(avro_dead)
+            tombstones += avro_tombstones
+        tables = {table: self.event_table(table, table_events) for table, table_events in events.items()}
+        return self.chunk_batch(file_bytes, tables, dead, tombstones)
+
+    def file_chunks(self, files: list[LandedFile]) -> pa.RecordBatch:
         """Like ``chunks`` for whole landing files (``landing_file``, content, lines), through the fast path.
 
         Lines the fast path cannot prove valid go through ``parse``; the rows of both are
-        merged back into line order, so the output is the one ``chunks`` gives.
+        merged back into line order, so the output is the one ``chunks`` gives. Avro files
+        (lines None) go through ``parse_avro``.
         """
         file_bytes: dict[str, int] = {}
         fast_tables: dict[str, list[pa.Table]] = {}
@@ -172,9 +234,20 @@ class LineParser:
         tombstones = 0
         seq_base: dict[str, int] = {}
         base = 0
+        avro_events: dict[str, list[BronzeEvent]] = {}
+        avro_dead: list[DeadLetter] = []
         for landing_file, content, lines in files:
-            file_bytes[landing_file] = file_bytes.get(landing_file, 0) + sum(map(len, lines)) + len(lines)
             seq_base[landing_file] = base
+            if lines is None:
+                file_bytes[landing_file] = file_bytes.get(landing_file, 0) + len(content)
+                events_of_file, dead_of_file, tombstones_of_file, records = self.parse_avro(landing_file, content)
+                for table, table_events in events_of_file.items():
+                    avro_events.setdefault(table, []).extend(table_events)
+                avro_dead.extend(dead_of_file)
+                tombstones += tombstones_of_file
+                base += records
+                continue
+            file_bytes[landing_file] = file_bytes.get(landing_file, 0) + sum(map(len, lines)) + len(lines)
             outcome = self._fast_file(landing_file, content, lines)
             tombstones += outcome.tombstones
             if outcome.tables:
@@ -189,6 +262,9 @@ class LineParser:
             fallback[2].extend([lines[i] for i in outcome.fallback])
             base += len(lines)
         events, dead, fallback_tombstones = self.parse(*fallback)
+        for table, table_events in avro_events.items():
+            events.setdefault(table, []).extend(table_events)
+        dead.extend(avro_dead)
         merged = [self._merged_table(table, fast_tables.get(table, []), events.get(table, []), seq_base)
                   for table in dict.fromkeys([*fast_tables, *events])]
         # tables in the order of their first row, as ``parse`` orders them
@@ -283,6 +359,12 @@ def _safe_name(name: str) -> bool:
 
 #: Lines parsed before a worker emits its chunks (bounds worker memory on big files).
 CHUNK_LINES = 50_000
+#: An Avro file counts as one line per this many bytes towards ``CHUNK_LINES`` (its records
+#: are counted only when decoded; a Debezium record takes some 100 bytes or more).
+AVRO_BYTES_PER_LINE = 64
+
+#: A landed file in a worker: (landing path, content, lines; None for an Avro file).
+LandedFile = tuple[str, bytes, list[bytes] | None]
 
 
 def parse_file_batches(batches: Iterator[pa.RecordBatch], landing: str, ingested_at: dt.datetime,
@@ -302,7 +384,7 @@ def parse_file_batches(batches: Iterator[pa.RecordBatch], landing: str, ingested
 
     parser = LineParser(ingested_at)
     fast = (mode or parser_mode()) == "fast"
-    files: list[tuple[str, bytes, list[bytes]]] = []
+    files: list[LandedFile] = []
     lines = 0
     for batch in batches:
         paths = batch.column("path").to_pylist()
@@ -311,11 +393,16 @@ def parse_file_batches(batches: Iterator[pa.RecordBatch], landing: str, ingested
         else:
             contents = (_read_file(local_file_path(path)) for path in paths)
         for path, content in zip(paths, contents, strict=True):
-            pieces = content.split(b"\n")
-            if pieces and pieces[-1] == b"":
-                pieces.pop()
-            files.append((relative_landing_path(path, landing), content, pieces))
-            lines += len(pieces)
+            relative = relative_landing_path(path, landing)
+            if is_avro_path(relative):
+                files.append((relative, content, None))
+                lines += 1 + len(content) // AVRO_BYTES_PER_LINE
+            else:
+                pieces = content.split(b"\n")
+                if pieces and pieces[-1] == b"":
+                    pieces.pop()
+                files.append((relative, content, pieces))
+                lines += len(pieces)
             if lines >= CHUNK_LINES:
                 yield _parse_files(parser, files, fast)
                 files, lines = [], 0
@@ -328,24 +415,8 @@ def _read_file(path: str) -> bytes:
         return handle.read()
 
 
-def _parse_files(parser: LineParser, files: list[tuple[str, bytes, list[bytes]]], fast: bool) -> pa.RecordBatch:
-    if fast:
-        return parser.file_chunks(files)
-    names: list[str] = []
-    indexes: list[int] = []
-    raws: list[bytes] = []
-    for landing_file, _, pieces in files:
-        names.extend([landing_file] * len(pieces))
-        indexes.extend(range(len(pieces)))
-        raws.extend(pieces)
-    return parser.chunks(_lines_batch(names, indexes, raws))
-
-
-def _lines_batch(files: list[str], indexes: list[int], raws: list[bytes]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays(
-        [pa.array(files, pa.string()), pa.array(indexes, pa.int32()), pa.array(raws, pa.binary())],
-        names=["landing_file", "line_index", "raw"],
-    )
+def _parse_files(parser: LineParser, files: list[LandedFile], fast: bool) -> pa.RecordBatch:
+    return parser.file_chunks(files) if fast else parser.python_chunks(files)
 
 
 def decode_chunks(batches: Iterator[pa.RecordBatch], table: str, schema: pa.Schema) -> Iterator[pa.RecordBatch]:

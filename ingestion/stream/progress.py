@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ingestion.sources.landing import LANDING_GLOB, topics_root
+from ingestion.sources import landing as landing_zone
 
 
 def count_landed_files(landing: str) -> int | None:
     """Landed files right now (local landing zones only; None elsewhere)."""
     if "://" in landing:
         return None
-    return sum(1 for _ in Path(topics_root(landing)).rglob(LANDING_GLOB))
+    return landing_zone.count_landed_files(landing)
 
 
 class BackfillProgress:

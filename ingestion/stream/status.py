@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ingestion.sources.landing import LANDING_GLOB, topics_root
+from ingestion.sources.landing import count_landed_files, topics_root
 from ingestion.stream.bronze import DEAD_LETTER_TABLE, all_table_names, bronze_contracts, table_path
 from ingestion.stream.checkpoint import checkpoint_dir
 from ingestion.stream.reading import column_names, completed_commits, is_table, read_latest, row_count
@@ -111,6 +111,6 @@ def lake_status(lake: str, landing: str, checkpoints_root: Path, registered: set
                     status.dead_letters_by_reason = dict(sorted(counts.items()))
     landed = None
     if "://" not in landing and Path(topics_root(landing)).is_dir():
-        landed = sum(1 for _ in Path(topics_root(landing)).rglob(LANDING_GLOB))
+        landed = count_landed_files(landing)
     processed = processed_files(checkpoint_dir(checkpoints_root, landing, lake))
     return LakeStatus(lake, landing, tables, landed, processed, sync_error)

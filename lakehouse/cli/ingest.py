@@ -14,7 +14,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "ingest",
         help="stream the landing zone into the Hudi bronze tables (exactly once, dead-letter, catalog sync)",
-        description="Read Debezium events landed by a Kafka Connect S3 sink, write one Hudi bronze table per "
+        description="Read Debezium events landed by a Kafka Connect S3 sink (JsonFormat .json lines or AvroFormat "
+        ".avro container files, in any mix), write one Hudi bronze table per "
         "source table plus bronze.dead_letter, and sync bronze.<table> views through the Thrift server. "
         "One JSON log line per micro-batch goes to stdout.",
     )

@@ -6,6 +6,7 @@ import argparse
 import datetime as dt
 import os
 
+from ingestion.cdc.landing import FILE_FORMATS, JSON
 from ingestion.sources.object_store import StorageError, open_storage
 from lakehouse.cli._common import CliError, UsageError
 from lakehouse.config import load_settings
@@ -39,14 +40,30 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _formats(args: argparse.Namespace) -> tuple[str, str]:
+    """(file format, event shape) from ``--format`` and ``--shape``.
+
+    ``--format envelope|flattened|mixed`` (the shape, before Avro existed) still means JSON
+    lines of that shape.
+    """
+    if args.format in FORMATS:
+        if args.shape is not None and args.shape != args.format:
+            raise UsageError(f"--format {args.format} (JSON lines of that shape) contradicts --shape {args.shape}",
+                             f"use --format json --shape {args.shape}")
+        return JSON, args.format
+    return args.format, args.shape or "envelope"
+
+
 def _run(args: argparse.Namespace) -> int:
     landing = args.landing or load_settings().landing
+    file_format, shape = _formats(args)
     options = SimulationOptions(
         landing=landing,
         scale=args.scale,
         changes=args.changes,
         seed=args.seed,
-        format=args.format,
+        format=shape,
+        file_format=file_format,
         start_time=args.start_time,
         rate=args.rate,
         duration=args.duration,
@@ -71,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
         f"run {summary.run} -> {summary.landing}: {summary.snapshot_events} snapshot + "
         f"{summary.change_events} change events, {summary.duplicates} re-delivered, "
         f"{summary.tombstones} tombstones, {summary.bad_lines} bad lines; "
-        f"{summary.files} files / {summary.lines} lines; virtual time {summary.start_time} .. "
+        f"{summary.files} {summary.file_format} files / {summary.lines} records; virtual time {summary.start_time} .. "
         f"{summary.end_time}; {summary.seconds}s"
     )
     print(f"oracle: {summary.landing}/_oracle/manifest.json")
@@ -120,7 +137,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="change events per run (default 20000; --truncate adds its truncate + reload events)",
     )
     parser.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
-    parser.add_argument("--format", choices=FORMATS, default="envelope", help="line shape (default envelope)")
+    parser.add_argument(
+        "--format",
+        choices=(*FILE_FORMATS, *FORMATS),
+        default=JSON,
+        help="landing file format, as the S3 sink's format.class: json (JsonFormat, one event per line) or avro "
+        "(AvroFormat: Avro object container files with the writer schema of Debezium's Avro converter; "
+        "tombstones dropped); default json. envelope|flattened|mixed: JSON lines of that --shape",
+    )
+    parser.add_argument(
+        "--shape",
+        choices=FORMATS,
+        default=None,
+        help="event shape: envelope (Debezium envelope), flattened (ExtractNewRecordState, delete rewrite), "
+        "mixed (both, plus JSON lines with schemas / Avro with precise decimals); default envelope",
+    )
     parser.add_argument(
         "--start-time",
         type=_start_time,

@@ -22,6 +22,15 @@ from ingestion.cdc.landing import LandingFile, LandingPathError, landing_file_na
             "topics/tickit.tickit.crm.user/tickit.tickit.crm.user+11+9999999999.json",
             LandingFile("tickit.tickit.crm.user", 11, 9999999999),
         ),
+        (
+            "/data/landing/topics/tickit.ecomm.sale/partition=2/tickit.ecomm.sale+2+0000001000.avro",
+            LandingFile("tickit.ecomm.sale", 2, 1000, "avro"),
+        ),
+        (
+            "s3://bucket/cdc_hudi_data_lake/bronze/topics/tickit.ems.event/year=2026/month=11/day=22/"
+            "tickit.ems.event+0+0000000000.avro",
+            LandingFile("tickit.ems.event", 0, 0, "avro"),
+        ),
     ],
 )
 def test_valid_paths(path, expected):
@@ -32,7 +41,8 @@ def test_valid_paths(path, expected):
     ("path", "problem"),
     [
         ("topics/tickit.ecomm.sale/partition=0/tickit.ecomm.sale+0+12.json", "10-digit"),
-        ("topics/tickit.ecomm.sale/partition=0/tickit.ecomm.sale+0+0000000012.avro", "10-digit"),
+        ("topics/tickit.ecomm.sale/partition=0/tickit.ecomm.sale+0+0000000012.parquet", "10-digit"),
+        ("topics/tickit.ecomm.sale/partition=0/tickit.ecomm.sale+0+0000000012.json.gz", "10-digit"),
         ("topics/tickit.ecomm.date/partition=0/tickit.ecomm.sale+0+0000000012.json", "not under topics/"),
         ("landing/tickit.ecomm.sale/tickit.ecomm.sale+0+0000000012.json", "not under topics/"),
         ("topics/tickit.ecomm.sale/partition=1/tickit.ecomm.sale+0+0000000012.json", "does not match"),
@@ -49,3 +59,6 @@ def test_file_name_round_trip():
     name = landing_file_name("tickit.ecomm.sale", 3, 42)
     assert name == "tickit.ecomm.sale+3+0000000042.json"
     assert parse_landing_path(f"topics/tickit.ecomm.sale/partition=3/{name}") == LandingFile("tickit.ecomm.sale", 3, 42)
+    avro = landing_file_name("tickit.ecomm.sale", 3, 42, "avro")
+    assert avro == "tickit.ecomm.sale+3+0000000042.avro"
+    assert parse_landing_path(f"topics/tickit.ecomm.sale/year=2026/month=01/day=02/{avro}").format == "avro"

@@ -9,6 +9,7 @@ here; the Thrift server must show the same rows once the table is registered.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from ingestion.cdc.contracts import load_contracts
@@ -33,7 +34,10 @@ def _land(landing: Path) -> None:
         line = {"catid": catid, "catgroup": "Sports", "catname": f"c{catid}", "catdesc": "d", **drift,
                 "__op": "c", "__deleted": "false", "__source_ts_ms": 1700000000000 + catid, "__lsn": 10 + catid,
                 "__txId": 5}
-        (folder / f"{TOPIC}+0+{offset:010d}.json").write_text(json.dumps(line) + "\n")
+        path = folder / f"{TOPIC}+0+{offset:010d}.json"
+        path.write_text(json.dumps(line) + "\n")
+        # Spark's file source takes files in modification-time order: make it the landing order
+        os.utime(path, (1_700_000_000 + offset, 1_700_000_000 + offset))
 
 
 def _expected_text(value) -> str | None:
