@@ -32,9 +32,11 @@ test-reliability: setup
 test-all: setup
 	@bash scripts/run_tests.sh -m ""
 
+# ruff, mypy, import rules, the dbt project's rules (a manifest check), sqlfluff.
 # sqlfluff: its own LAKEHOUSE_HOME per run (the dbt templater's local Spark metastore, see scripts/run_tests.sh)
 lint: setup
-	@$(VENV)/bin/ruff check . && $(VENV)/bin/mypy && $(VENV)/bin/lint-imports && home=$$(mktemp -d) && \
+	@$(VENV)/bin/ruff check . && $(VENV)/bin/mypy && $(VENV)/bin/lint-imports && \
+	  $(VENV)/bin/pytest -q -p no:cacheprovider tests/dbt_project/test_dbt_rules.py && home=$$(mktemp -d) && \
 	  SPARK_LOCAL_IP=127.0.0.1 LAKEHOUSE_HOME=$$home $(VENV)/bin/sqlfluff lint models macros analyses snapshots tests/dbt; \
 	  status=$$?; rm -rf "$$home"; exit $$status
 
