@@ -84,3 +84,46 @@ def differences(actual: dict[tuple, dict], expected: dict[tuple, dict], limit: i
         diff = {c: (actual[k][c], expected[k][c]) for c in expected[k] if actual[k][c] != expected[k][c]}
         out.append(f"key {k} differs (silver, oracle): {diff}")
     return out
+
+
+def table_location(host: str, port: int, relation: str) -> str:
+    """The storage location of a table, as the metastore records it (``describe formatted``)."""
+    for name, value, *_ in thrift.run_sql(host, port, f"describe formatted {relation}"):
+        if (name or "").strip() == "Location":
+            return value.strip()
+    raise AssertionError(f"{relation}: no Location in describe formatted")
+
+
+def hudi_rs_rows(location: str) -> list[dict]:
+    """Every row of the Hudi table at ``location``'s latest snapshot, read by hudi-rs (not by Spark)."""
+    import pyarrow as pa
+    from hudi import HudiReadOptions, HudiTableBuilder
+
+    path = location.removeprefix("file:")
+    batches = HudiTableBuilder.from_base_uri(path).build().read(HudiReadOptions())
+    return pa.Table.from_batches(batches).to_pylist() if batches else []
+
+
+def state_live_rows_by_hudi_rs(host: str, port: int, table: str, schema: str = "silver") -> dict[tuple, dict]:
+    """The live rows of `table`'s silver state table, read from its Hudi files by hudi-rs.
+
+    The live-row rule is restated here from the documented CDC semantics (the latest event
+    per key; not a delete; newer than the table's latest truncate), independently of the
+    published silver view's SQL.
+    """
+    relation, columns = SILVER_COLUMNS[table]
+    rows = hudi_rs_rows(table_location(host, port, f"{schema}.{relation}_cdc_state"))
+    truncates = [row["cdc_position"] for row in rows if row["is_truncate"]]
+    truncated_before = max(truncates) if truncates else None
+    out: dict[tuple, dict] = {}
+    for row in rows:
+        if row["is_truncate"] or row["is_deleted"]:
+            continue
+        if truncated_before is not None and row["cdc_position"] <= truncated_before:
+            continue
+        record = {source: normalize(row[silver]) for source, silver in columns.items()}
+        key = (record[next(iter(columns))],)
+        if key in out:
+            raise AssertionError(f"{schema}.{relation}_cdc_state: duplicate key {key} in the Hudi files")
+        out[key] = record
+    return out

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,15 @@ import pytest
 from ingestion.cdc.contracts import load_contracts
 from lakehouse.services import thrift
 from simulator.oracle import load_oracle
-from tests.dbt_project.silver_oracle import differences, oracle_rows, silver_rows
+from tests.dbt_project.silver_oracle import (
+    differences,
+    hudi_rs_rows,
+    normalize,
+    oracle_rows,
+    silver_rows,
+    state_live_rows_by_hudi_rs,
+    table_location,
+)
 
 LAKEHOUSE = str(Path(sys.executable).parent / "lakehouse")
 SCHEMAS = ("bronze", "staging", "silver", "gold", "seeds", "snapshots")
@@ -32,13 +41,37 @@ def _run(args: list[str], env: dict[str, str], timeout: float = 1200) -> subproc
 
 
 def _silver_matches_oracle(server, landing: Path) -> dict[str, list[str]]:
+    """Every silver relation (read by Spark through the Thrift server) and the live rows of its
+    state table's Hudi files (read by hudi-rs) equal the oracle."""
     oracle = load_oracle(str(landing))
     problems = {}
     for table, contract in load_contracts().items():
-        live = {tuple(row[k] for k in contract.primary_key): row for row in oracle.live_rows(table)}
-        diff = differences(silver_rows(server.host, server.port, table), oracle_rows(live, table))
+        live = oracle_rows({tuple(row[k] for k in contract.primary_key): row for row in oracle.live_rows(table)},
+                           table)
+        diff = differences(silver_rows(server.host, server.port, table), live)
+        diff += [f"hudi-rs: {d}" for d in
+                 differences(state_live_rows_by_hudi_rs(server.host, server.port, table), live)]
         if diff:
             problems[table] = diff
+    return problems
+
+
+def _gold_read_alike_by_hudi_rs(server) -> dict[str, list[str]]:
+    """Each gold table's Hudi files, read by hudi-rs, hold exactly the rows Spark returns for it."""
+    problems = {}
+    tables = [row[1] for row in thrift.run_sql(server.host, server.port, "show tables in gold")]
+    assert len(tables) >= 12, tables
+    for name in tables:
+        columns = [row[0] for row in thrift.run_sql(server.host, server.port, f"describe gold.{name}")
+                   if row[0] and not row[0].startswith(("#", "_hoodie_"))]
+        listed = ", ".join(f"`{c}`" for c in columns)
+        through_spark = Counter(tuple(normalize(v) for v in row) for row in
+                                thrift.run_sql(server.host, server.port, f"select {listed} from gold.{name}"))
+        in_files = Counter(tuple(normalize(row[c]) for c in columns) for row in
+                           hudi_rs_rows(table_location(server.host, server.port, f"gold.{name}")))
+        if through_spark != in_files:
+            problems[name] = [f"Spark only: {r}" for r in list(through_spark - in_files)[:3]] + \
+                             [f"hudi-rs only: {r}" for r in list(in_files - through_spark)[:3]]
     return problems
 
 
@@ -103,3 +136,4 @@ def test_simulate_ingest_silver_twice_matches_oracle(clean_server):
 def test_simulate_ingest_full_build_twice_matches_oracle(clean_server):
     """Slow suite: the whole `dbt build` (models, snapshots, seeds, every test) twice."""
     _two_rounds(*clean_server, ["build"])
+    assert _gold_read_alike_by_hudi_rs(clean_server[0]) == {}
