@@ -43,7 +43,7 @@ from lakehouse.config import load_settings
 from simulator.simulation import SimulationOptions, run_simulation
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from process_tree import PeakRss  # noqa: E402 - benchmarks/ is not a package
+from process_tree import PeakMemory  # noqa: E402 - benchmarks/ is not a package
 
 
 def landed_lines(landing: Path) -> int:
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"landing: {lines} lines, format {args.format}, scale {args.scale}", flush=True)
 
         # peak resident memory of this process tree (the driver JVM and the Python workers included)
-        peak_rss = PeakRss().__enter__()
+        peak_memory = PeakMemory().__enter__()
         jvm_started = time.perf_counter()
         from ingestion.spark import local_spark_session
 
@@ -249,10 +249,10 @@ def main(argv: list[str] | None = None) -> int:
             summary[name] = {"warm_median_seconds": round(median, 2), "warm_events_per_s": round(lines / median),
                              "cold_events_per_s": round(lines / (jvm_seconds + times[0])),
                              "ratio_to_plain": round(median / plain_median, 2), "runs": [round(t, 2) for t in times]}
-        peak_rss.__exit__()
-        summary["peak_rss_gb"] = round(peak_rss.peak / 2**30, 2)
-        print(f"peak RSS of the process tree (this Python, the driver JVM, its Python workers): "
-              f"{peak_rss.peak / 2**30:.2f} GB (goal <= 4 GB)")
+        peak_memory.__exit__()
+        summary["peak_pss_gb"] = round(peak_memory.peak / 2**30, 2)
+        print(f"peak memory (PSS) of the process tree (this Python, the driver JVM, its Python workers): "
+              f"{peak_memory.peak / 2**30:.2f} GB (goal <= 4 GB)")
         print("summary " + json.dumps(summary, sort_keys=True), flush=True)
 
         settings = load_settings()

@@ -1,12 +1,15 @@
-"""Peak resident memory of a process tree, sampled from /proc (Linux), for the benchmarks."""
+"""Peak memory of a process tree, sampled from /proc (Linux), for the benchmarks.
+
+Memory is the proportional set size (PSS): a page shared by several processes of the tree
+(PySpark's forked workers share their daemon's pages) is split between them instead of
+being counted once per process as RSS would.
+"""
 
 from __future__ import annotations
 
 import os
 import threading
 from pathlib import Path
-
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 def children(pid: int) -> list[int]:
@@ -20,23 +23,31 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def tree_rss(root: int) -> int:
-    """Resident bytes of ``root`` and all its descendants right now."""
+def pss(pid: int) -> int:
+    """Proportional set size of ``pid`` in bytes (0 when it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def tree_pss(root: int) -> int:
+    """Memory (PSS) of ``root`` and all its descendants right now, in bytes."""
     total, stack, seen = 0, [root], set()
     while stack:
         pid = stack.pop()
         if pid in seen:
             continue
         seen.add(pid)
-        try:
-            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
-        except (OSError, IndexError, ValueError):
-            continue
+        total += pss(pid)
         stack += children(pid)
     return total
 
 
-class PeakRss:
+class PeakMemory:
     """Samples the tree of ``root`` every ``interval`` seconds while in a ``with`` block."""
 
     def __init__(self, root: int | None = None, interval: float = 0.5):
@@ -48,14 +59,14 @@ class PeakRss:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, tree_rss(self.root))
+            self.peak = max(self.peak, tree_pss(self.root))
             self._stop.wait(self.interval)
 
-    def __enter__(self) -> PeakRss:
+    def __enter__(self) -> PeakMemory:
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, tree_rss(self.root))
+        self.peak = max(self.peak, tree_pss(self.root))
