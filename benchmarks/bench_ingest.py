@@ -186,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="also measure the fast parser with the tables of a batch written one after another "
                              "(one writer thread instead of WRITE_THREADS), interleaved with the others")
     parser.add_argument("--freshness-samples", type=int, default=20)
+    parser.add_argument("--driver-memory", help="spark.driver.memory of the benchmark's session "
+                        "(default: the project's, ingestion/spark.py)")
     parser.add_argument("--work", help="scratch directory (default: a temporary one, removed)")
     args = parser.parse_args(argv)
     parsers = [p.strip() for p in args.parsers.split(",") if p.strip()]
@@ -206,7 +208,10 @@ def main(argv: list[str] | None = None) -> int:
         jvm_started = time.perf_counter()
         from ingestion.spark import local_spark_session
 
-        spark = local_spark_session("bench-ingest", extra_confs={"spark.ui.showConsoleProgress": "false"})
+        confs = {"spark.ui.showConsoleProgress": "false"}
+        if args.driver_memory:
+            confs["spark.driver.memory"] = args.driver_memory
+        spark = local_spark_session("bench-ingest", extra_confs=confs)
         jvm_seconds = time.perf_counter() - jvm_started
         schema = None
 
