@@ -43,6 +43,7 @@ def kafka_stream(spark: SparkSession, options: KafkaSourceOptions) -> DataFrame:
         .option("failOnDataLoss", "true" if options.fail_on_data_loss else "false")
         .option("kafka.request.timeout.ms", str(options.timeout_ms))
         .option("kafka.default.api.timeout.ms", str(options.timeout_ms))
+        .option("kafkaConsumer.pollTimeoutMs", str(options.timeout_ms))
         .option("fetchOffset.numRetries", str(options.offset_retries))
         .option("fetchOffset.retryIntervalMs", "1000")
     )
