@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from ingestion.sources.kafka import checkpoint_offsets
 from ingestion.stream import IngestError, run_ingest
+from ingestion.stream.checkpoint import checkpoint_dir
 from lakehouse.config import load_settings
 from lakehouse.services import kafka
 from simulator.kafka_producer import produce_landing
@@ -42,7 +44,7 @@ def test_ingestion_killed_mid_stream_then_restarted_stores_each_event_once(tmp_p
     bootstrap = kafka_broker.bootstrap
     fresh_topics(bootstrap)
     simulate(tmp_path / "landing", fmt="envelope", changes=1500, inject_bad=0)
-    produce_landing(str(tmp_path / "landing"), bootstrap)
+    produced = produce_landing(str(tmp_path / "landing"), bootstrap)
     env = {**os.environ, "LAKEHOUSE_HOME": str(tmp_path), "LAKEHOUSE_LAKE": str(tmp_path / "lake"),
            "LAKEHOUSE_LANDING": str(tmp_path / "landing")}
     command = [str(Path(sys.executable).with_name("lakehouse")), "ingest", "--kafka-bootstrap", bootstrap,
@@ -61,6 +63,9 @@ def test_ingestion_killed_mid_stream_then_restarted_stores_each_event_once(tmp_p
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # our own process group: the ingestion and its Spark JVM
         proc.wait(30)
+    checkpoint = checkpoint_dir(tmp_path / "checkpoints", f"kafka://{bootstrap}", str(tmp_path / "lake"))
+    done = sum(sum(p.values()) for p in (checkpoint_offsets(checkpoint / "query") or {}).values())
+    assert done < produced.records  # killed with records left to read
     ingest_kafka(spark, tmp_path, bootstrap)  # the restart: --once from the checkpoint
     _assert_exactly_once(tmp_path)
 
