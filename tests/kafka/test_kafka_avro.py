@@ -1,4 +1,4 @@
-"""Kafka source, Avro values in the Confluent wire format, writer schemas from a registry.
+"""Kafka source, the simulator's Avro landing as Confluent wire-format values (slow: a second full run).
 
 The registry is ``tests.kafka.registry.SmallRegistry``, a small server written for these
 tests that speaks the Confluent REST subset the client needs (``GET /schemas/ids/{id}``,
@@ -77,11 +77,13 @@ def avro_run(tmp_path_factory, spark, kafka_broker):
     return base, produced, planted, valid, summary, after, lookups
 
 
+@pytest.mark.slow
 def test_one_topic_carries_several_writer_schema_ids(avro_run) -> None:
     _, produced, *_ = avro_run
     assert any(len(ids) >= 2 for ids in produced.schema_ids.values()), produced.schema_ids
 
 
+@pytest.mark.slow
 def test_bronze_equals_the_oracle(avro_run) -> None:
     base, *_ = avro_run
     report = compare_events(base / "lake", base / "landing")
@@ -89,12 +91,14 @@ def test_bronze_equals_the_oracle(avro_run) -> None:
     assert {t: m for t, (_, _, m) in report.items() if m} == {}, report
 
 
+@pytest.mark.slow
 def test_schemas_are_fetched_once_per_id_and_task(avro_run) -> None:
     *_, summary, _, lookups = avro_run
     ids = Counter(lookups)
     assert ids and len(lookups) <= len(ids) * 2 * len(summary.reports) * 4  # per parse task, never per record
 
 
+@pytest.mark.slow
 def test_planted_bad_values_are_dead_lettered_and_the_stream_goes_on(avro_run) -> None:
     base, _, planted, valid, summary, after, _ = avro_run
     dead = dead_letters_bronze(base / "lake")
