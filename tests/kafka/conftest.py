@@ -18,7 +18,13 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kafka.Bro
     """One KRaft broker (temporary home, free port on 127.0.0.1) for the whole test run."""
     home = tmp_path_factory.mktemp("kafka-broker")
     config = kafka.broker_config(dataclasses.replace(load_settings(), home=home), free_port())
-    kafka.start(config)
+    try:
+        kafka.start(config)
+    except kafka.KafkaError as exc:  # e.g. another process took the free port first: once more, on another
+        print(f"the test broker did not start ({exc}); trying another port")
+        kafka.stop(config)
+        config = kafka.broker_config(config.settings, free_port())
+        kafka.start(config)
     try:
         yield config
     finally:

@@ -37,3 +37,18 @@ def test_start_status_then_down_stops_the_broker_by_pid(tmp_path) -> None:
     finally:
         if process_start_ticks(pid) is not None:  # only the broker this test started
             os.kill(pid, 9)
+
+
+def test_ingest_usage_errors_name_the_kafka_flags(tmp_path) -> None:
+    env = {**os.environ, "LAKEHOUSE_HOME": str(tmp_path)}
+
+    def ingest(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([LAKEHOUSE, "ingest", *args], env=env, capture_output=True, text=True, timeout=120,
+                              check=False)
+
+    without = ingest("--topics", "tickit.ems.category")
+    assert without.returncode == 2 and "need --kafka-bootstrap" in without.stderr, without.stderr
+    bad = ingest("--kafka-bootstrap", "localhost", "--once")
+    assert bad.returncode == 2 and "is not HOST:PORT" in bad.stderr, bad.stderr
+    mixed = ingest("--kafka-bootstrap", "127.0.0.1:9", "--max-files-per-trigger", "3")
+    assert mixed.returncode == 2 and "--max-offsets-per-trigger" in mixed.stderr, mixed.stderr
