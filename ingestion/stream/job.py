@@ -8,6 +8,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,8 @@ class IngestOptions:
     fail_on_data_loss: bool = True  # offsets lost to retention stop the stream with a clear error
     schema_registry_url: str | None = None  # Confluent-compatible REST API for wire-format Avro values
     kafka_timeout_ms: int = 60_000  # one broker request; Spark retries an offset request 3 times
+    kafka_restarts: int = 3  # a query failed because the broker stopped answering is started again ...
+    kafka_restart_seconds: float = 2.0  # ... after 2 s, 4 s, 6 s, then the ingestion fails
 
     @property
     def source_location(self) -> str:
@@ -170,34 +173,57 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
     if mirror is not None and not options.once:
         refresher = MirrorRefresher(mirror, options.trigger_seconds)
         refresher.start()
-    query = writer.start()
+    query = None
+    restarts = 0
     try:
-        if options.once:
-            query.awaitTermination()
-        else:
-            _wait(query, options.timeout_seconds, stop_event)
+        while True:
+            query = writer.start()
+            _await(query, options, stop_event)
+            error = query.exception()
+            if error is None or not _retry_kafka(str(error), options, restarts):
+                break
+            restarts += 1
+            log.warning("the Kafka broker at %s stopped answering: restarting the query from its checkpoint "
+                        "(%d of %d)", options.kafka_bootstrap, restarts, options.kafka_restarts)
+            time.sleep(options.kafka_restart_seconds * restarts)
     except KeyboardInterrupt:
         log.info("stopping the stream (interrupted)")
-    except StreamingQueryException:
-        pass  # the query failed: reported below, from query.exception(), as an IngestError
     finally:
         if refresher is not None:
             refresher.stop()
-        if query.isActive:
+        if query is not None and query.isActive:
             query.stop()
         if syncer is not None:
             if syncer.stop():
                 syncer.run(force=True)  # catch the catalog up with the last commits
             syncer.close()
-    error = query.exception()
+    error = query.exception() if query is not None else None
     if error is not None:
         if options.kafka_bootstrap is not None:
-            kafka_error = kafka_failure(str(error), options.kafka_bootstrap)
+            kafka_error = kafka_failure(str(error), options.kafka_bootstrap, restarts)
             if kafka_error is not None:
                 raise kafka_error
         raise IngestError(f"the streaming query failed: {root_cause(str(error))}",
                           "the checkpoint is intact: a restart resumes the failed batch; --verbose for details")
     return IngestSummary(checkpoint, processor.reports)
+
+
+def _await(query, options: IngestOptions, stop_event: threading.Event | None) -> None:
+    """Wait for the query: to its end (``once``), or until timeout / ``stop_event`` / a failure."""
+    try:
+        if options.once:
+            query.awaitTermination()
+        else:
+            _wait(query, options.timeout_seconds, stop_event)
+    except StreamingQueryException:
+        pass  # the query failed: the caller reads query.exception()
+
+
+def _retry_kafka(message: str, options: IngestOptions, restarts: int) -> bool:
+    """Whether a failed Kafka query is started again: the broker stopped answering, restarts left."""
+    return (options.kafka_bootstrap is not None and restarts < options.kafka_restarts
+            and any(marker in message for marker in _BROKER_GONE)
+            and not any(marker in message for marker in _DATA_LOSS))
 
 
 def create_missing_tables(spark, lake: str) -> list[str]:
@@ -233,7 +259,7 @@ _BROKER_GONE = ("TimeoutException", "Timed out waiting", "Connection refused", "
                 "could not be established", "not available for the consumer")
 
 
-def kafka_failure(message: str, bootstrap: str) -> IngestError | None:
+def kafka_failure(message: str, bootstrap: str, restarts: int = 0) -> IngestError | None:
     """A one-line IngestError for the Kafka failures an operator can act on (None: another failure)."""
     if any(marker in message for marker in _DATA_LOSS):
         where = re.search(r"TopicPartition\(([^)]*)\)|partition[s]? ([\w.\-]+-\d+)", message)
@@ -245,7 +271,8 @@ def kafka_failure(message: str, bootstrap: str) -> IngestError | None:
             "with --no-fail-on-data-loss; give the topic a longer retention.ms")
     if any(marker in message for marker in _BROKER_GONE):
         return IngestError(
-            f"the Kafka broker at {bootstrap} stopped answering (Spark retried the request, then gave up)",
+            f"the Kafka broker at {bootstrap} stopped answering (the query was started again {restarts} times "
+            "from its checkpoint, then gave up)",
             "start the broker again, then re-run the ingestion: it resumes from the checkpoint, nothing committed "
             "is lost or written twice")
     return None

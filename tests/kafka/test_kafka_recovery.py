@@ -84,7 +84,8 @@ def test_broker_going_away_fails_clearly_then_a_restart_loses_nothing(tmp_path_f
 
         def run() -> None:
             options = kafka_options(base, config.bootstrap, once=False, trigger_seconds=1.0, timeout_seconds=400,
-                                    max_offsets_per_trigger=3000, kafka_timeout_ms=3000)
+                                    max_offsets_per_trigger=3000, kafka_timeout_ms=3000,
+                                    kafka_restart_seconds=1.0)
             try:
                 run_ingest(options, spark=spark, log_stream=None, on_report=lambda _r: first_batch.set())
                 outcome["result"] = "returned"
@@ -101,6 +102,7 @@ def test_broker_going_away_fails_clearly_then_a_restart_loses_nothing(tmp_path_f
         error = outcome.get("error")
         assert isinstance(error, IngestError), outcome
         assert "stopped answering" in str(error) and config.bootstrap in str(error), str(error)
+        assert "started again 3 times" in str(error), str(error)  # kafka_restarts: retried, then failed
         print(f"the ingestion failed {waited:.1f} s after the broker stopped: {error}")
         assert "\n" not in str(error) and waited < 240, (waited, str(error))
         kafka.start(config)  # the same log directory: every record is still there
