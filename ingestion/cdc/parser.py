@@ -88,6 +88,9 @@ UNKNOWN_TOPIC = "unknown_topic"
 TYPE_MISMATCH = "type_mismatch"
 INCOMPATIBLE_SCHEMA = "incompatible_schema"
 UNSUPPORTED_OP = "unsupported_op"
+#: Kafka values in the Confluent wire format: the registry has no such schema id / did not answer.
+UNKNOWN_SCHEMA_ID = "unknown_schema_id"
+REGISTRY_UNAVAILABLE = "registry_unavailable"
 REASON_CODES = (
     MALFORMED_JSON,
     BAD_ENCODING,
@@ -97,6 +100,8 @@ REASON_CODES = (
     TYPE_MISMATCH,
     INCOMPATIBLE_SCHEMA,
     UNSUPPORTED_OP,
+    UNKNOWN_SCHEMA_ID,
+    REGISTRY_UNAVAILABLE,
 )
 
 ENVELOPE = "envelope"

@@ -145,8 +145,11 @@ def session_confs(session, confs: dict[str, str]):
 class BatchProcessor:
     def __init__(self, landing: str, lake: str, checkpoint: Path, *, syncer: CatalogSyncer | None = None,
                  log_stream: TextIO | None = sys.stdout,
-                 on_report: Callable[[BatchReport], None] | None = None):
+                 on_report: Callable[[BatchReport], None] | None = None,
+                 chunker: Callable[[DataFrame, dt.datetime], DataFrame] | None = None):
         self.landing = landing
+        #: the parse stage of another source (Kafka: ``kafka_chunker``); None: landed files
+        self.chunker = chunker
         self.lake = lake
         self.checkpoint = checkpoint
         self.syncer = syncer
@@ -158,6 +161,7 @@ class BatchProcessor:
 
     # -- foreachBatch entry point ---------------------------------------------------
     def __call__(self, files: DataFrame, batch_id: int) -> None:
+        """Process one micro-batch (``files``: the landed files, or the records of another source)."""
         started = time.monotonic()
         report = BatchReport(batch_id=batch_id)
         query_id = ckpt.query_id(self.checkpoint) or "unknown"
@@ -176,12 +180,16 @@ class BatchProcessor:
     # -- the work ---------------------------------------------------------------------
     def _process(self, files: DataFrame, marker: StreamMarker, report: BatchReport) -> None:
         ingested_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-        # the mode is read here, in the driver, so LAKEHOUSE_INGEST_PARSER of this process decides
-        parse = functools.partial(parse_file_batches, landing=self.landing, ingested_at=ingested_at,
-                                  mode=parser_mode())
-        # a local landing zone: the workers read the files (their bytes never cross the JVM)
-        in_workers = reads_in_workers(self.landing)
-        chunks = files.select(*(["path"] if in_workers else ["path", "content"])).mapInArrow(parse, CHUNKS_DDL)
+        if self.chunker is not None:
+            in_workers = False
+            chunks = self.chunker(files, ingested_at)
+        else:
+            # the mode is read here, in the driver, so LAKEHOUSE_INGEST_PARSER of this process decides
+            parse = functools.partial(parse_file_batches, landing=self.landing, ingested_at=ingested_at,
+                                      mode=parser_mode())
+            # a local landing zone: the workers read the files (their bytes never cross the JVM)
+            in_workers = reads_in_workers(self.landing)
+            chunks = files.select(*(["path"] if in_workers else ["path", "content"])).mapInArrow(parse, CHUNKS_DDL)
         chunks = chunks.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             started = time.monotonic()

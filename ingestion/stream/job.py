@@ -1,12 +1,14 @@
-"""The streaming query: landing zone -> bronze, ``--once`` (availableNow) or continuous."""
+"""The streaming query: landing zone or Kafka topics -> bronze, ``--once`` (availableNow) or continuous."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,12 +16,15 @@ from typing import TextIO
 
 from pyspark.errors import StreamingQueryException
 
+from ingestion.cdc.contracts import topic_map
+from ingestion.sources.kafka import KafkaSourceOptions, kafka_stream
 from ingestion.sources.landing import landing_stream, topics_root
 from ingestion.sources.s3_landing import MirrorRefresher, S3LandingError, S3LandingMirror, is_s3_uri
 from ingestion.stream.batch import BatchProcessor, BatchReport
 from ingestion.stream.bronze import arrow_schema, table_columns, table_path, write_options
 from ingestion.stream.checkpoint import prepare_checkpoint
 from ingestion.stream.hudi_tables import create_empty
+from ingestion.stream.kafka_parse import kafka_chunker
 from ingestion.stream.parse import utc_timestamps
 from ingestion.stream.sync_state import CatalogSyncer
 
@@ -51,8 +56,29 @@ class IngestOptions:
     timeout_seconds: float | None = None  # continuous mode: stop after this long (tests, benchmarks)
     s3_endpoint_url: str | None = None  # s3:// landing: endpoint (default AWS_ENDPOINT_URL, else AWS)
     mirrors_root: Path | None = None  # s3:// landing: local mirror directory (default next to the checkpoints)
+    # -- the Kafka source (``kafka_bootstrap`` set): read the topics instead of the landing zone
+    kafka_bootstrap: str | None = None  # HOST:PORT[,HOST:PORT...]
+    topics: tuple[str, ...] | None = None  # default: every topic of the table contracts
+    starting_offsets: str = "earliest"  # earliest, latest or Spark's per-partition JSON
+    max_offsets_per_trigger: int | None = None
+    fail_on_data_loss: bool = True  # offsets lost to retention stop the stream with a clear error
+    schema_registry_url: str | None = None  # Confluent-compatible REST API for wire-format Avro values
+    kafka_timeout_ms: int = 60_000  # one broker request; Spark retries an offset request 3 times
+    kafka_restarts: int = 3  # a query failed because the broker stopped answering is started again ...
+    kafka_restart_seconds: float = 2.0  # ... after 2 s, 4 s, 6 s, then the ingestion fails
+
+    @property
+    def source_location(self) -> str:
+        """What the checkpoint is keyed by with the lake: the landing zone, or ``kafka://<bootstrap>``."""
+        return f"kafka://{self.kafka_bootstrap}" if self.kafka_bootstrap else self.landing
+
+    def kafka_topics(self) -> tuple[str, ...]:
+        return self.topics or tuple(sorted(topic_map()))
 
     def validate(self) -> None:
+        if self.kafka_bootstrap is not None:
+            self._validate_kafka()
+            return
         if self.max_files_per_trigger and self.max_bytes_per_trigger:
             raise IngestError("--max-files-per-trigger and --max-bytes-per-trigger cannot be used together",
                               "Spark's file source accepts one admission limit; pick one")
@@ -62,9 +88,30 @@ class IngestOptions:
                 raise IngestError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
         if self.trigger_seconds <= 0:
             raise IngestError(f"--trigger must be a positive number of seconds, got {self.trigger_seconds}")
+        if self.max_offsets_per_trigger is not None:
+            raise IngestError("--max-offsets-per-trigger applies to the Kafka source (--kafka-bootstrap)")
         if "://" not in self.landing and not Path(topics_root(self.landing)).is_dir():
             raise IngestError(f"landing zone {self.landing}: no topics/ directory",
                               "run 'lakehouse simulate' first or point --landing at a Kafka Connect S3 sink")
+
+
+    def _validate_kafka(self) -> None:
+        if self.max_files_per_trigger or self.max_bytes_per_trigger:
+            raise IngestError("--max-files-per-trigger/--max-bytes-per-trigger apply to the landing zone",
+                              "use --max-offsets-per-trigger with --kafka-bootstrap")
+        if self.max_offsets_per_trigger is not None and self.max_offsets_per_trigger <= 0:
+            raise IngestError("--max-offsets-per-trigger must be a positive integer, "
+                              f"got {self.max_offsets_per_trigger}")
+        if self.trigger_seconds <= 0:
+            raise IngestError(f"--trigger must be a positive number of seconds, got {self.trigger_seconds}")
+        for address in (self.kafka_bootstrap or "").split(","):
+            host, _, port = address.strip().rpartition(":")
+            if not host or not port.isdigit():
+                raise IngestError(f"--kafka-bootstrap: {address!r} is not HOST:PORT", "e.g. 127.0.0.1:9092")
+        if not self.kafka_topics():
+            raise IngestError("no topics to read: the table contracts name none and --topics is empty")
+        if self.schema_registry_url is not None and not self.schema_registry_url.startswith(("http://", "https://")):
+            raise IngestError(f"--schema-registry-url must be an http(s) URL, got {self.schema_registry_url!r}")
 
 
 @dataclass
@@ -90,8 +137,9 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
                stop_event: threading.Event | None = None) -> IngestSummary:
     """Run the streaming ingestion until done (``once``), timeout or ``stop_event``."""
     options.validate()
-    checkpoint = prepare_checkpoint(options.checkpoints_root, options.landing, options.lake, reset=options.reset)
-    mirror = _s3_mirror(options)
+    checkpoint = prepare_checkpoint(options.checkpoints_root, options.source_location, options.lake,
+                                    reset=options.reset)
+    mirror = _s3_mirror(options) if options.kafka_bootstrap is None else None
     stream_landing = str(mirror.local) if mirror is not None else options.landing
     if spark is None:
         from ingestion.spark import local_spark_session
@@ -101,10 +149,19 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
     syncer = None
     if options.sync:
         syncer = CatalogSyncer(options.lake, options.thrift_host, options.thrift_port, database=options.database)
-    processor = BatchProcessor(stream_landing, options.lake, checkpoint, syncer=syncer,
-                               log_stream=log_stream, on_report=on_report)
-    files = landing_stream(spark, stream_landing, max_files_per_trigger=options.max_files_per_trigger,
-                           max_bytes_per_trigger=options.max_bytes_per_trigger)
+    if options.kafka_bootstrap is not None:
+        write_kafka_source(checkpoint, options.kafka_bootstrap, options.kafka_topics())
+        processor = BatchProcessor(options.source_location, options.lake, checkpoint, syncer=syncer,
+                                   log_stream=log_stream, on_report=on_report,
+                                   chunker=kafka_chunker(options.schema_registry_url))
+        files = kafka_stream(spark, KafkaSourceOptions(
+            options.kafka_bootstrap, options.kafka_topics(), options.starting_offsets,
+            options.max_offsets_per_trigger, options.fail_on_data_loss, options.kafka_timeout_ms))
+    else:
+        processor = BatchProcessor(stream_landing, options.lake, checkpoint, syncer=syncer,
+                                   log_stream=log_stream, on_report=on_report)
+        files = landing_stream(spark, stream_landing, max_files_per_trigger=options.max_files_per_trigger,
+                               max_bytes_per_trigger=options.max_bytes_per_trigger)
     writer = files.writeStream.foreachBatch(processor).option("checkpointLocation", str(checkpoint / "query"))
     if options.once:
         writer = writer.trigger(availableNow=True)
@@ -116,30 +173,57 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
     if mirror is not None and not options.once:
         refresher = MirrorRefresher(mirror, options.trigger_seconds)
         refresher.start()
-    query = writer.start()
+    query = None
+    restarts = 0
     try:
-        if options.once:
-            query.awaitTermination()
-        else:
-            _wait(query, options.timeout_seconds, stop_event)
+        while True:
+            query = writer.start()
+            _await(query, options, stop_event)
+            error = query.exception()
+            if error is None or not _retry_kafka(str(error), options, restarts):
+                break
+            restarts += 1
+            log.warning("the Kafka broker at %s stopped answering: restarting the query from its checkpoint "
+                        "(%d of %d)", options.kafka_bootstrap, restarts, options.kafka_restarts)
+            time.sleep(options.kafka_restart_seconds * restarts)
     except KeyboardInterrupt:
         log.info("stopping the stream (interrupted)")
-    except StreamingQueryException:
-        pass  # the query failed: reported below, from query.exception(), as an IngestError
     finally:
         if refresher is not None:
             refresher.stop()
-        if query.isActive:
+        if query is not None and query.isActive:
             query.stop()
         if syncer is not None:
             if syncer.stop():
                 syncer.run(force=True)  # catch the catalog up with the last commits
             syncer.close()
-    error = query.exception()
+    error = query.exception() if query is not None else None
     if error is not None:
+        if options.kafka_bootstrap is not None:
+            kafka_error = kafka_failure(str(error), options.kafka_bootstrap, restarts)
+            if kafka_error is not None:
+                raise kafka_error
         raise IngestError(f"the streaming query failed: {root_cause(str(error))}",
                           "the checkpoint is intact: a restart resumes the failed batch; --verbose for details")
     return IngestSummary(checkpoint, processor.reports)
+
+
+def _await(query, options: IngestOptions, stop_event: threading.Event | None) -> None:
+    """Wait for the query: to its end (``once``), or until timeout / ``stop_event`` / a failure."""
+    try:
+        if options.once:
+            query.awaitTermination()
+        else:
+            _wait(query, options.timeout_seconds, stop_event)
+    except StreamingQueryException:
+        pass  # the query failed: the caller reads query.exception()
+
+
+def _retry_kafka(message: str, options: IngestOptions, restarts: int) -> bool:
+    """Whether a failed Kafka query is started again: the broker stopped answering, restarts left."""
+    return (options.kafka_bootstrap is not None and restarts < options.kafka_restarts
+            and any(marker in message for marker in _BROKER_GONE)
+            and not any(marker in message for marker in _DATA_LOSS))
 
 
 def create_missing_tables(spark, lake: str) -> list[str]:
@@ -165,6 +249,39 @@ def _s3_mirror(options: IngestOptions) -> S3LandingMirror | None:
     except S3LandingError as exc:
         raise IngestError(str(exc), "check the bucket name, credentials and AWS_ENDPOINT_URL") from exc
     return mirror
+
+
+#: Spark's words when offsets it still needs are no longer in the topic (retention, a deleted topic).
+_DATA_LOSS = ("Some data may have been lost", "data loss", "OffsetOutOfRange", "PARTITION_OFFSET_CHANGED",
+              "DATA_LOSS", "were lost", "not available in Kafka any more")
+#: ... and when the broker does not answer.
+_BROKER_GONE = ("TimeoutException", "Timed out waiting", "Connection refused", "DisconnectException",
+                "could not be established", "not available for the consumer")
+
+
+def kafka_failure(message: str, bootstrap: str, restarts: int = 0) -> IngestError | None:
+    """A one-line IngestError for the Kafka failures an operator can act on (None: another failure)."""
+    if any(marker in message for marker in _DATA_LOSS):
+        where = re.search(r"TopicPartition\(([^)]*)\)|partition[s]? ([\w.\-]+-\d+)", message)
+        detail = f" ({where.group(1) or where.group(2)})" if where else ""
+        return IngestError(
+            f"Kafka offsets the checkpoint still needs were lost to retention{detail}: records between the last "
+            "committed batch and the earliest offset in the topic are gone",
+            "re-ingest from the earliest offsets with --reset (bronze drops what it already has), or accept the gap "
+            "with --no-fail-on-data-loss; give the topic a longer retention.ms")
+    if any(marker in message for marker in _BROKER_GONE):
+        return IngestError(
+            f"the Kafka broker at {bootstrap} stopped answering (the query was started again {restarts} times "
+            "from its checkpoint, then gave up)",
+            "start the broker again, then re-run the ingestion: it resumes from the checkpoint, nothing committed "
+            "is lost or written twice")
+    return None
+
+
+def write_kafka_source(checkpoint: Path, bootstrap: str, topics: tuple[str, ...]) -> None:
+    """``kafka.json`` beside ``pair.json``: what ``lakehouse status`` asks the broker about (the lag)."""
+    (checkpoint / "kafka.json").write_text(json.dumps({"bootstrap": bootstrap, "topics": list(topics)}, indent=2)
+                                           + "\n")
 
 
 def root_cause(message: str) -> str:

@@ -8,9 +8,10 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ingestion.sources.kafka import topic_lag
 from ingestion.sources.landing import count_landed_files, topics_root
 from ingestion.stream.bronze import DEAD_LETTER_TABLE, all_table_names, bronze_contracts, table_path
-from ingestion.stream.checkpoint import checkpoint_dir
+from ingestion.stream.checkpoint import checkpoint_dir, normalize_location
 from ingestion.stream.reading import column_names, completed_commits, is_table, read_latest, row_count
 
 
@@ -29,6 +30,17 @@ class TableStatus:
 
 
 @dataclass
+class KafkaLag:
+    """A topic's consumer lag: records on the broker the ingestion has not committed (None: no answer)."""
+
+    bootstrap: str
+    topic: str
+    end_offsets: int
+    committed: int
+    lag: int | None
+
+
+@dataclass
 class LakeStatus:
     lake: str
     landing: str
@@ -36,6 +48,7 @@ class LakeStatus:
     landed_files: int | None = None
     processed_files: int | None = None
     sync_error: str | None = None
+    kafka: list[KafkaLag] = field(default_factory=list)  # per topic of each Kafka ingestion into this lake
 
     @property
     def backlog_files(self) -> int | None:
@@ -113,4 +126,27 @@ def lake_status(lake: str, landing: str, checkpoints_root: Path, registered: set
     if "://" not in landing and Path(topics_root(landing)).is_dir():
         landed = count_landed_files(landing)
     processed = processed_files(checkpoint_dir(checkpoints_root, landing, lake))
-    return LakeStatus(lake, landing, tables, landed, processed, sync_error)
+    return LakeStatus(lake, landing, tables, landed, processed, sync_error, kafka_lags(checkpoints_root, lake))
+
+
+def kafka_lags(checkpoints_root: Path, lake: str) -> list[KafkaLag]:
+    """The lag per topic of every Kafka ingestion into ``lake`` (its checkpoint has a ``kafka.json``).
+
+    Spark's Kafka source commits no consumer-group offsets: the lag is the broker's end
+    offsets minus the offsets of the checkpoint's latest committed batch.
+    """
+    lags: list[KafkaLag] = []
+    root = Path(checkpoints_root)
+    if not root.is_dir():
+        return lags
+    for source in sorted(root.glob("*/kafka.json")):
+        try:
+            pair = json.loads((source.parent / "pair.json").read_text())
+            kafka = json.loads(source.read_text())
+        except (OSError, ValueError):
+            continue
+        if pair.get("lake") != normalize_location(lake):
+            continue
+        for item in topic_lag(kafka["bootstrap"], list(kafka["topics"]), source.parent / "query"):
+            lags.append(KafkaLag(kafka["bootstrap"], item.topic, item.end_offsets, item.consumed, item.lag))
+    return lags

@@ -20,6 +20,7 @@ from lakehouse.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
 #: Subcommand modules, in help order. A module not yet present is skipped.
 COMMAND_MODULES = (
     "thrift",
+    "kafka",
     "simulate",
     "ingest",
     "sync",

@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 
 from lakehouse.config import load_settings
-from lakehouse.services import registry, thrift
+from lakehouse.services import kafka, registry, thrift
 
 
 def _down(args: argparse.Namespace) -> int:
     settings = load_settings()
     for record in registry.running(settings):
-        print(registry.stop(settings, record.name))
+        if record.name == kafka.SERVICE:  # the broker checks that the PID is still its own
+            print(kafka.stop(kafka.broker_config(settings)))
+        else:
+            print(registry.stop(settings, record.name))
     print(thrift.stop(settings))
     print(
         f"state kept under {settings.home}: landing zone, lake (bronze tables), metastore, warehouse,"

@@ -1,4 +1,4 @@
-"""``lakehouse ingest``: the streaming ingestion, landing zone -> Hudi bronze."""
+"""``lakehouse ingest``: the streaming ingestion, landing zone or Kafka topics -> Hudi bronze."""
 
 from __future__ import annotations
 
@@ -32,6 +32,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--reset", action="store_true",
                         help="forget the checkpoint of this landing+lake pair (bronze keeps every event once)")
     parser.add_argument("--s3-endpoint-url", help="S3 endpoint of an s3:// landing (default: $AWS_ENDPOINT_URL)")
+    kafka = parser.add_argument_group("Kafka source (instead of the landing zone)")
+    kafka.add_argument("--kafka-bootstrap", metavar="HOST:PORT",
+                       help="read the topics from this Kafka cluster with Spark's Kafka source (offsets in the "
+                       "checkpoint); values: Debezium JSON, or Avro in the Confluent wire format")
+    kafka.add_argument("--topics", help="comma-separated topics (default: every topic of the table contracts)")
+    kafka.add_argument("--starting-offsets", default="earliest",
+                       help="where a new checkpoint starts: earliest (default), latest or Spark's JSON per partition")
+    kafka.add_argument("--max-offsets-per-trigger", type=int, metavar="N", help="at most N records per micro-batch")
+    kafka.add_argument("--schema-registry-url", metavar="URL",
+                       help="Confluent-compatible schema registry for Avro values (GET /schemas/ids/{id}), e.g. "
+                       "Apicurio's http://HOST:8080/apis/ccompat/v7")
+    kafka.add_argument("--no-fail-on-data-loss", action="store_true",
+                       help="skip offsets lost to retention instead of stopping with an error")
     parser.add_argument("--no-sync", action="store_true", help="do not sync the catalog through the Thrift server")
     parser.add_argument("--thrift-host", help="Thrift server host (default: $LAKEHOUSE_THRIFT_HOST)")
     parser.add_argument("--thrift-port", type=int, help="Thrift server port (default: $LAKEHOUSE_THRIFT_PORT)")
@@ -60,7 +73,15 @@ def run(args: argparse.Namespace) -> int:
         thrift_port=args.thrift_port or settings.thrift_port,
         timeout_seconds=args.timeout,
         s3_endpoint_url=args.s3_endpoint_url,
+        kafka_bootstrap=args.kafka_bootstrap,
+        topics=tuple(t.strip() for t in args.topics.split(",") if t.strip()) if args.topics else None,
+        starting_offsets=args.starting_offsets,
+        max_offsets_per_trigger=args.max_offsets_per_trigger,
+        fail_on_data_loss=not args.no_fail_on_data_loss,
+        schema_registry_url=args.schema_registry_url,
     )
+    if args.kafka_bootstrap is None and (args.topics or args.schema_registry_url or args.max_offsets_per_trigger):
+        raise UsageError("--topics, --schema-registry-url and --max-offsets-per-trigger need --kafka-bootstrap")
     if args.timeout is not None and args.once:
         raise UsageError("--timeout applies to continuous mode only", "drop --once or --timeout")
     try:
@@ -68,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     except IngestError as exc:
         raise UsageError(str(exc), exc.hint) from None
     progress = None
-    if options.once and not args.quiet and sys.stderr.isatty():
+    if options.once and not args.quiet and sys.stderr.isatty() and options.kafka_bootstrap is None:
         progress = BackfillProgress(options.landing)
     try:
         with progress if progress is not None else contextlib.nullcontext():

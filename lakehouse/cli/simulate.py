@@ -57,6 +57,11 @@ def _formats(args: argparse.Namespace) -> tuple[str, str]:
 def _run(args: argparse.Namespace) -> int:
     landing = args.landing or load_settings().landing
     file_format, shape = _formats(args)
+    if args.schema_registry_url and not args.kafka_bootstrap:
+        raise UsageError("--schema-registry-url needs --kafka-bootstrap")
+    if args.kafka_bootstrap and file_format != JSON and not args.schema_registry_url:
+        raise UsageError("--format avro --kafka-bootstrap needs --schema-registry-url",
+                         "Avro values carry a schema id in the Confluent wire format")
     options = SimulationOptions(
         landing=landing,
         scale=args.scale,
@@ -92,7 +97,22 @@ def _run(args: argparse.Namespace) -> int:
         f"{summary.end_time}; {summary.seconds}s"
     )
     print(f"oracle: {summary.landing}/_oracle/manifest.json")
+    if args.kafka_bootstrap:
+        _produce(args, landing)
     return 0
+
+
+def _produce(args: argparse.Namespace, landing: str) -> None:
+    """Produce the landed records to Kafka (``simulator.kafka_producer``)."""
+    from simulator.kafka_producer import ProduceError, produce_landing
+
+    try:
+        produced = produce_landing(landing, args.kafka_bootstrap, registry_url=args.schema_registry_url)
+    except ProduceError as exc:
+        raise CliError(str(exc), "is the broker running? 'lakehouse kafka start' (and for Avro: the registry)") from exc
+    ids = "; ".join(f"{t}: schema ids {', '.join(map(str, v))}" for t, v in sorted(produced.schema_ids.items()))
+    print(f"kafka {args.kafka_bootstrap}: {produced.records} records produced ({produced.tombstones} tombstones), "
+          f"{produced.skipped} already there" + (f"; {ids}" if ids else ""))
 
 
 def _has_oracle(options: SimulationOptions) -> bool:
@@ -188,5 +208,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--truncate", action="store_true", help="also truncate and reload the category table once")
     parser.add_argument("--reset", action="store_true", help="delete topics/ and _oracle/ of the landing first")
     parser.add_argument("--s3-endpoint-url", help="S3 endpoint (default AWS_ENDPOINT_URL; e.g. a moto server)")
+    parser.add_argument("--kafka-bootstrap", metavar="HOST:PORT",
+                        help="also produce the landed records to their Kafka topics (same partitions, in offset "
+                        "order; a resumed run adds only the new ones): JSON values, or with --format avro Avro "
+                        "values in the Confluent wire format")
+    parser.add_argument("--schema-registry-url", metavar="URL",
+                        help="with --format avro --kafka-bootstrap: the Confluent-compatible registry where each "
+                        "writer schema is registered (POST /subjects/<topic>-value/versions)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=_run)

@@ -1,4 +1,5 @@
-"""``lakehouse status``: per bronze table last commit, registration, rows, lag, drift, dead letters."""
+"""``lakehouse status``: per bronze table last commit, registration, rows, lag, drift, dead letters;
+the consumer lag per topic of a Kafka ingestion."""
 
 from __future__ import annotations
 
@@ -73,5 +74,9 @@ def _print_table(status) -> None:
         processed = "unknown" if status.processed_files is None else str(status.processed_files)
         console.print(f"landing: {status.landed_files} files landed, {processed} processed"
                       + (f", backlog {status.backlog_files}" if status.backlog_files is not None else ""))
+    for lag in status.kafka:
+        behind = "unknown (the broker did not answer)" if lag.lag is None else f"lag {lag.lag}"
+        console.print(f"kafka {lag.bootstrap} {lag.topic}: {behind}, committed {lag.committed} of "
+                      f"{lag.end_offsets} offsets")
     if status.sync_error:
         console.print(f"catalog: unknown ({status.sync_error})")

@@ -1,0 +1,54 @@
+"""``lakehouse kafka start|status|stop`` and ``lakehouse down``: a broker of its own home, stopped by PID."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from lakehouse.services.registry import process_start_ticks
+from tests.conftest import free_port
+
+LAKEHOUSE = str(Path(sys.executable).with_name("lakehouse"))
+
+
+def test_start_status_then_down_stops_the_broker_by_pid(tmp_path) -> None:
+    port = free_port()
+    env = {**os.environ, "LAKEHOUSE_HOME": str(tmp_path), "LAKEHOUSE_KAFKA_PORT": str(port)}
+
+    def _run(_home: Path, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([LAKEHOUSE, *args], env=env, capture_output=True, text=True, timeout=180, check=False)
+
+    started = _run(tmp_path, "kafka", "start")
+    pid = int((tmp_path / "run" / "kafka.pid").read_text().split()[0])
+    try:
+        assert started.returncode == 0, started.stderr
+        assert f"127.0.0.1:{port}" in started.stdout
+        status = _run(tmp_path, "kafka", "status")
+        assert status.returncode == 0 and f"running, pid {pid}" in status.stdout, status.stdout
+        assert _run(tmp_path, "kafka", "start").returncode == 0  # idempotent: the same broker
+        assert int((tmp_path / "run" / "kafka.pid").read_text().split()[0]) == pid
+        down = _run(tmp_path, "down")
+        assert f"kafka broker: stopped pid {pid}" in down.stdout, down.stdout
+        assert process_start_ticks(pid) is None
+        stopped = _run(tmp_path, "kafka", "status")
+        assert stopped.returncode == 1 and "stopped" in stopped.stdout
+    finally:
+        if process_start_ticks(pid) is not None:  # only the broker this test started
+            os.kill(pid, 9)
+
+
+def test_ingest_usage_errors_name_the_kafka_flags(tmp_path) -> None:
+    env = {**os.environ, "LAKEHOUSE_HOME": str(tmp_path)}
+
+    def ingest(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([LAKEHOUSE, "ingest", *args], env=env, capture_output=True, text=True, timeout=120,
+                              check=False)
+
+    without = ingest("--topics", "tickit.ems.category")
+    assert without.returncode == 2 and "need --kafka-bootstrap" in without.stderr, without.stderr
+    bad = ingest("--kafka-bootstrap", "localhost", "--once")
+    assert bad.returncode == 2 and "is not HOST:PORT" in bad.stderr, bad.stderr
+    mixed = ingest("--kafka-bootstrap", "127.0.0.1:9", "--max-files-per-trigger", "3")
+    assert mixed.returncode == 2 and "--max-offsets-per-trigger" in mixed.stderr, mixed.stderr
