@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 LAKEHOUSE := $(VENV)/bin/lakehouse
 
-.PHONY: help setup demo test test-slow test-reliability test-all lint bench down clean
+.PHONY: help setup demo test test-slow test-reliability test-all lint bench bench-soak down clean
 
 help:
 	@echo "make demo              set up everything, then run the whole pipeline on the embedded default"
@@ -11,6 +11,7 @@ help:
 	@echo "make test-slow         the slow suites (scale 1.0, crash trials, Airflow import)"
 	@echo "make test-reliability  the fault-injection suite with its figures"
 	@echo "make bench             the benchmarks (prints medians and ratios)"
+	@echo "make bench-soak        500 micro-batches of continuous ingestion (latency, timeline growth)"
 	@echo "make down              stop every service this project started (same as 'lakehouse down')"
 	@echo "make clean             make down, then remove .lakehouse/ state and dbt target/"
 
@@ -41,7 +42,11 @@ lint: setup
 	  status=$$?; rm -rf "$$home"; exit $$status
 
 bench: setup
-	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(VENV)/bin/python $$b || exit 1; done
+	@for b in benchmarks/bench_ingest.py benchmarks/bench_dbt.py; do echo "== $$b"; $(VENV)/bin/python $$b || exit 1; done
+
+# 500 micro-batches of continuous ingestion (about an hour on 2 cores): latency and timeline growth
+bench-soak: setup
+	@$(VENV)/bin/python benchmarks/bench_soak.py
 
 down:
 	@if [ -x $(LAKEHOUSE) ]; then $(LAKEHOUSE) down; else echo "nothing to stop (no .venv)"; fi
