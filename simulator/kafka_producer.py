@@ -17,6 +17,7 @@ the (N+1)-th on, so running the simulator again (it resumes its landing) adds on
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import time
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import fastavro
 
-from ingestion.cdc.landing import is_avro_path, is_landing_file_name, parse_landing_path
+from ingestion.cdc.landing import is_avro_path, is_gzip_path, is_landing_file_name, parse_landing_path
 
 
 class ProduceError(RuntimeError):
@@ -79,6 +80,8 @@ def landed_files(landing: str) -> dict[tuple[str, int], list[Path]]:
 def _records(path: Path, registry_url: str | None, topic: str, summary: ProduceSummary,
              ids: dict[str, int]) -> Iterator[bytes | None]:
     content = path.read_bytes()
+    if is_gzip_path(path.name):
+        content = gzip.decompress(content)
     if not is_avro_path(path.name):
         for line in content.split(b"\n")[:-1] if content.endswith(b"\n") else content.split(b"\n"):
             yield None if line.strip() == b"null" else line

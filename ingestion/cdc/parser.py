@@ -91,6 +91,8 @@ UNSUPPORTED_OP = "unsupported_op"
 #: Kafka values in the Confluent wire format: the registry has no such schema id / did not answer.
 UNKNOWN_SCHEMA_ID = "unknown_schema_id"
 REGISTRY_UNAVAILABLE = "registry_unavailable"
+#: A landing file of a sink format the ingestion does not read (dead-lettered whole).
+UNSUPPORTED_FORMAT = "unsupported_format"
 REASON_CODES = (
     MALFORMED_JSON,
     BAD_ENCODING,
@@ -102,6 +104,7 @@ REASON_CODES = (
     UNSUPPORTED_OP,
     UNKNOWN_SCHEMA_ID,
     REGISTRY_UNAVAILABLE,
+    UNSUPPORTED_FORMAT,
 )
 
 ENVELOPE = "envelope"

@@ -20,11 +20,7 @@ from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ingestion.cdc.landing import is_landing_file_name
-
-#: Kafka Connect S3 sink file names end with the format's suffix: JsonFormat ``.json``,
-#: AvroFormat ``.avro`` (a Hadoop glob, as Spark's ``pathGlobFilter`` takes it).
-LANDING_GLOB = "*.{json,avro}"
+from ingestion.cdc.landing import is_hidden_file_name
 
 #: The fixed schema of Spark's binaryFile source (a streaming source needs it up front).
 BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length bigint, content binary"
@@ -36,17 +32,21 @@ def topics_root(landing: str) -> str:
 
 
 def count_landed_files(landing: str) -> int:
-    """Landing files (``.json``, ``.avro``) under a local landing zone's ``topics/`` right now."""
-    return sum(1 for path in Path(topics_root(landing)).rglob("*") if is_landing_file_name(path.name))
+    """Files the stream will read under a local landing zone's ``topics/`` right now."""
+    files = Path(topics_root(landing)).rglob("*")
+    return sum(1 for path in files if path.is_file() and not is_hidden_file_name(path.name))
 
 
 def landing_stream(spark: SparkSession, landing: str, *, max_files_per_trigger: int | None = None,
                    max_bytes_per_trigger: int | None = None) -> DataFrame:
-    """A streaming DataFrame of landed files: ``path``, ``length``, ``content``."""
+    """A streaming DataFrame of landed files: ``path``, ``length``, ``content``.
+
+    Every file under ``topics/`` that is not hidden: a format the ingestion does not read is
+    dead-lettered with the file named (``unsupported_format``), never skipped silently.
+    """
     reader = (
         spark.readStream.format("binaryFile")
         .schema(BINARY_FILE_SCHEMA)
-        .option("pathGlobFilter", LANDING_GLOB)
         .option("recursiveFileLookup", "true")
     )
     if max_files_per_trigger:

@@ -25,7 +25,7 @@ import os
 import threading
 from pathlib import Path
 
-from ingestion.cdc.landing import LANDING_SUFFIXES
+from ingestion.cdc.landing import is_hidden_file_name
 from ingestion.sources.object_store import S3Storage
 
 log = logging.getLogger("lakehouse.ingest")
@@ -55,7 +55,7 @@ class S3LandingMirror:
             raise S3LandingError(f"landing zone {self.uri}: cannot list s3://{self.storage.bucket}: {exc}") from exc
         copied = 0
         for relative in keys:
-            if not relative.endswith(LANDING_SUFFIXES):
+            if is_hidden_file_name(relative.rpartition("/")[2]):
                 continue
             target = self.local / relative
             if target.exists():

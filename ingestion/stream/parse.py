@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import gzip
 import hashlib
 import json
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 
@@ -37,8 +39,23 @@ import pyarrow.compute as pc
 
 from ingestion.cdc.avro_records import parse_avro_file
 from ingestion.cdc.contracts import BRONZE_METADATA_COLUMNS, TableContract, topic_map
-from ingestion.cdc.landing import LandingFile, LandingPathError, is_avro_path, parse_landing_path
-from ingestion.cdc.parser import UNKNOWN_TOPIC, BronzeEvent, DeadLetter, ParseResult, Tombstone, parse_line
+from ingestion.cdc.landing import (
+    LandingFile,
+    LandingPathError,
+    UnsupportedLandingFormat,
+    is_avro_path,
+    is_gzip_path,
+    parse_landing_path,
+)
+from ingestion.cdc.parser import (
+    UNKNOWN_TOPIC,
+    UNSUPPORTED_FORMAT,
+    BronzeEvent,
+    DeadLetter,
+    ParseResult,
+    Tombstone,
+    parse_line,
+)
 from ingestion.stream.bronze import (
     DEAD_LETTER_KEY,
     DEAD_LETTER_TABLE,
@@ -115,7 +132,8 @@ class LineParser:
                     where = exc
                 landing_cache[landing_file] = where
             if isinstance(where, LandingPathError):
-                dead.append(self._bad_path(raw, landing_file, index, str(where)))
+                reason = UNSUPPORTED_FORMAT if isinstance(where, UnsupportedLandingFormat) else UNKNOWN_TOPIC
+                dead.append(self._bad_path(raw, landing_file, index, str(where), reason))
                 continue
             result = parse_line(
                 raw, topic=where.topic, partition=where.partition, offset=where.start_offset + index,
@@ -158,12 +176,13 @@ class LineParser:
                 records = max(records, result.offset - start + 1)
         return events, dead, tombstones, records
 
-    def _bad_path(self, raw: bytes, landing_file: str, index: int, message: str) -> DeadLetter:
+    def _bad_path(self, raw: bytes, landing_file: str, index: int, message: str,
+                  reason: str = UNKNOWN_TOPIC) -> DeadLetter:
         try:
             text, is_b64 = raw.decode("utf-8"), False
         except UnicodeDecodeError:
             text, is_b64 = base64.b64encode(raw).decode("ascii"), True
-        return DeadLetter(UNKNOWN_TOPIC, message, text, is_b64, None, None, index, landing_file,
+        return DeadLetter(reason, message, text, is_b64, None, None, index, landing_file,
                           self.ingested_at, None)
 
     def event_table(self, table: str, events: list[BronzeEvent]) -> pa.Table:
@@ -398,16 +417,42 @@ def parse_file_batches(batches: Iterator[pa.RecordBatch], landing: str, ingested
                 files.append((relative, content, None))
                 lines += 1 + len(content) // AVRO_BYTES_PER_LINE
             else:
-                pieces = content.split(b"\n")
-                if pieces and pieces[-1] == b"":
-                    pieces.pop()
-                files.append((relative, content, pieces))
-                lines += len(pieces)
+                plain = _gunzip(content) if is_gzip_path(relative) else content
+                if plain is None or _unsupported_format(relative):
+                    # one dead letter holding the whole file, named in it (unsupported_format; a
+                    # damaged gzip archive: bad_encoding): never skipped, nothing dropped
+                    files.append((relative, content, [content]))
+                    lines += 1
+                else:
+                    pieces = plain.split(b"\n")
+                    if pieces and pieces[-1] == b"":
+                        pieces.pop()
+                    files.append((relative, plain, pieces))
+                    lines += len(pieces)
             if lines >= CHUNK_LINES:
                 yield _parse_files(parser, files, fast)
                 files, lines = [], 0
     if lines:
         yield _parse_files(parser, files, fast)
+
+
+def _unsupported_format(landing_file: str) -> bool:
+    """A landing file of a sink format the ingestion does not read (dead-lettered whole, never skipped)."""
+    try:
+        parse_landing_path(landing_file)
+    except UnsupportedLandingFormat:
+        return True
+    except LandingPathError:
+        return False
+    return False
+
+
+def _gunzip(content: bytes) -> bytes | None:
+    """The decompressed bytes of a gzip landing file (``.json.gz``, ``.bin.gz``); None when damaged."""
+    try:
+        return gzip.decompress(content)
+    except (OSError, EOFError, zlib.error):
+        return None
 
 
 def _read_file(path: str) -> bytes:

@@ -38,11 +38,30 @@ def test_valid_paths(path, expected):
 
 
 @pytest.mark.parametrize(
+    ("name", "file_format", "compression"),
+    [
+        ("tickit.ecomm.sale+0+0000000012.json.gz", "json", "gzip"),  # JsonFormat, s3.compression.type=gzip
+        ("tickit.ecomm.sale+0+0000000012.bin", "json", None),  # ByteArrayFormat: JSON values, one per line
+        ("tickit.ecomm.sale+0+0000000012.bin.gz", "json", "gzip"),
+    ],
+)
+def test_every_sink_format_that_carries_json_is_read(name, file_format, compression):
+    for folder in ("partition=0", "year=2026/month=11/day=22", "year=2026/month=11/day=22/hour=07"):
+        parsed = parse_landing_path(f"topics/tickit.ecomm.sale/{folder}/{name}")
+        assert (parsed.topic, parsed.partition, parsed.start_offset) == ("tickit.ecomm.sale", 0, 12)
+        assert (parsed.format, parsed.compression) == (file_format, compression)
+
+
+@pytest.mark.parametrize(
     ("path", "problem"),
     [
         ("topics/tickit.ecomm.sale/partition=0/tickit.ecomm.sale+0+12.json", "10-digit"),
-        ("topics/tickit.ecomm.sale/partition=0/tickit.ecomm.sale+0+0000000012.parquet", "10-digit"),
-        ("topics/tickit.ecomm.sale/partition=0/tickit.ecomm.sale+0+0000000012.json.gz", "10-digit"),
+        ("topics/tickit.ecomm.sale/partition=0/tickit.ecomm.sale+0+0000000012.parquet",
+         "unsupported landing format '.parquet'"),
+        ("topics/tickit.ecomm.sale/partition=0/tickit.ecomm.sale+0+0000000012.json.snappy",
+         "unsupported landing format '.json.snappy'"),
+        ("topics/tickit.ecomm.sale/year=2026/month=11/day=22/hour=7/tickit.ecomm.sale+0+0000000012.json",
+         "unexpected directories"),
         ("topics/tickit.ecomm.date/partition=0/tickit.ecomm.sale+0+0000000012.json", "not under topics/"),
         ("landing/tickit.ecomm.sale/tickit.ecomm.sale+0+0000000012.json", "not under topics/"),
         ("topics/tickit.ecomm.sale/partition=1/tickit.ecomm.sale+0+0000000012.json", "does not match"),
@@ -50,6 +69,7 @@ def test_valid_paths(path, expected):
     ],
 )
 def test_invalid_paths_name_the_problem(path, problem):
+    """Each bad path fails naming itself and its problem (an unreadable format is an error too)."""
     with pytest.raises(LandingPathError, match=problem) as info:
         parse_landing_path(path)
     assert path in str(info.value)
