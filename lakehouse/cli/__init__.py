@@ -62,6 +62,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _settings_from_parameter_store() -> None:
+    """``LAKEHOUSE_SSM_PREFIX``: settings from AWS Parameter Store where the environment has none."""
+    from lakehouse.ssm import SsmError, apply_parameters
+
+    try:
+        applied = apply_parameters()
+    except SsmError as exc:
+        raise CliError(str(exc), "check the AWS credentials and region, or unset LAKEHOUSE_SSM_PREFIX") from None
+    if applied:
+        logging.getLogger("lakehouse").debug("settings from Parameter Store: %s", ", ".join(sorted(applied)))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -86,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
+        _settings_from_parameter_store()
         code = args.func(args)
     except CliError as exc:
         if args.verbose:

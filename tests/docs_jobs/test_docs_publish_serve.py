@@ -11,7 +11,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -49,32 +48,6 @@ def make_site(home: Path) -> dict[str, bytes]:
     for name, data in files.items():
         (site / name).write_bytes(data)
     return files
-
-
-@pytest.fixture
-def moto_endpoint(tmp_path):
-    port = free_port()
-    server = Path(sys.executable).with_name("moto_server")
-    with open(tmp_path / "moto.log", "wb") as log:
-        process = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)],
-                                   stdout=log, stderr=subprocess.STDOUT)
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(endpoint + "/moto-api/", timeout=1)
-                break
-            except urllib.error.HTTPError:
-                break
-            except OSError:
-                assert process.poll() is None, (tmp_path / "moto.log").read_text()
-                assert time.monotonic() < deadline, "moto_server did not start"
-                time.sleep(0.2)
-        yield endpoint
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 @pytest.fixture
