@@ -63,9 +63,10 @@ def timeline_counts(bronze: Path) -> tuple[int, int]:
     active = archived = 0
     for meta in bronze.glob("*/.hoodie"):
         active += len({p.name.split(".")[0] for p in meta.iterdir() if p.is_file() and p.name[:1].isdigit()})
-        archive = meta / "archived"
-        if archive.is_dir():
-            archived += sum(1 for p in archive.rglob("*") if p.is_file())
+        for folder in ("history", "archived"):  # the archived timeline (Hudi 1.x names it history)
+            archive = meta / folder
+            if archive.is_dir():
+                archived += sum(1 for p in archive.iterdir() if p.is_file() and not p.name.endswith(".crc"))
     return active, archived
 
 
