@@ -3,13 +3,14 @@ SHELL := /bin/bash
 VENV := .venv
 LAKEHOUSE := $(VENV)/bin/lakehouse
 
-.PHONY: help setup demo test test-slow test-reliability test-all lint bench bench-soak down clean
+.PHONY: help setup demo test test-slow test-reliability test-cluster test-all lint bench bench-soak down clean
 
 help:
 	@echo "make demo              set up everything, then run the whole pipeline on the embedded default"
 	@echo "make test              set up everything, then lint and run the default test suite"
 	@echo "make test-slow         the slow suites (scale 1.0, crash trials, Airflow import)"
 	@echo "make test-reliability  the fault-injection suite with its figures"
+	@echo "make test-cluster      off one machine: the lake on S3 (S3A against moto's server)"
 	@echo "make bench             the benchmarks (prints medians and ratios)"
 	@echo "make bench-soak        500 micro-batches of continuous ingestion (latency, timeline growth)"
 	@echo "make down              stop every service this project started (same as 'lakehouse down')"
@@ -29,6 +30,9 @@ test-slow: setup
 
 test-reliability: setup
 	@bash scripts/run_tests.sh -m reliability
+
+test-cluster: setup
+	@bash scripts/run_tests.sh -m cluster
 
 test-all: setup
 	@bash scripts/run_tests.sh -m ""

@@ -34,6 +34,30 @@ HUDI_CONFS: dict[str, str] = {
 }
 
 
+def s3a_confs(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Hadoop S3A settings for ``s3a://`` and ``s3://`` paths (lake, landing), from the environment.
+
+    ``s3://`` is mapped to S3A, so both schemes are read one way. Credentials come from the
+    AWS chain S3A walks (environment variables, then instance roles); nothing is written
+    here. With ``AWS_ENDPOINT_URL`` (an S3-compatible store: MinIO, moto), S3A talks to that
+    endpoint with path-style addressing, and without TLS for an ``http://`` one.
+    """
+    env = os.environ if environ is None else environ
+    confs = {
+        "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+    }
+    endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        confs["spark.hadoop.fs.s3a.endpoint"] = endpoint
+        confs["spark.hadoop.fs.s3a.path.style.access"] = "true"
+        confs["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(endpoint.startswith("https://")).lower()
+    region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+    if region:
+        confs["spark.hadoop.fs.s3a.endpoint.region"] = region
+    return confs
+
+
 def jar_confs() -> dict[str, str]:
     """The pinned jars (jvm/spark/pom.xml) on the driver's and executors' classpath.
 
@@ -72,7 +96,7 @@ def local_spark_session(
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(f"local[{cores}]").appName(app_name)
-    confs = {**DEFAULT_CONFS, **HUDI_CONFS, **jar_confs()}
+    confs = {**DEFAULT_CONFS, **HUDI_CONFS, **jar_confs(), **s3a_confs()}
     if warehouse_dir is not None:
         confs["spark.sql.warehouse.dir"] = str(warehouse_dir)
     confs.update(extra_confs or {})

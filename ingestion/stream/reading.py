@@ -6,6 +6,7 @@ answers in a second; everything the ingestion writes goes through Apache Hudi's 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -21,8 +22,30 @@ def is_table(path: str) -> bool:
     return (Path(parsed.path if parsed.scheme else path) / ".hoodie" / "hoodie.properties").is_file()
 
 
+def storage_options(path: str) -> dict[str, str]:
+    """hudi-rs object-store options of an ``s3://``/``s3a://`` table from the AWS environment
+    (the endpoint of an S3-compatible store, plain HTTP when it is ``http://``, region, keys)."""
+    if urlparse(str(path)).scheme not in ("s3", "s3a"):
+        return {}
+    options = {}
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        options["aws_endpoint_url"] = endpoint
+        options["aws_allow_http"] = str(endpoint.startswith("http://")).lower()
+    for option, variable in (("aws_region", "AWS_REGION"), ("aws_region", "AWS_DEFAULT_REGION"),
+                             ("aws_access_key_id", "AWS_ACCESS_KEY_ID"),
+                             ("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY"),
+                             ("aws_session_token", "AWS_SESSION_TOKEN")):
+        if os.environ.get(variable) and option not in options:
+            options[option] = os.environ[variable]
+    return options
+
+
 def _open(path: str):
-    return HudiTableBuilder.from_base_uri(str(path)).build()
+    builder = HudiTableBuilder.from_base_uri(str(path))
+    for key, value in storage_options(path).items():
+        builder = builder.with_storage_option(key, value)
+    return builder.build()
 
 
 def completed_commits(path: str) -> list[str]:

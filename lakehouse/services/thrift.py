@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ingestion.spark import HUDI_CONFS, jar_confs, spark_home
+from ingestion.spark import HUDI_CONFS, jar_confs, s3a_confs, spark_home
 from lakehouse.config import Settings
 
 MAIN_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
@@ -111,6 +111,8 @@ def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
         # Apache Hudi: the bundle and the other pinned jars, Kryo, Hudi's SQL extension and catalog
         **HUDI_CONFS,
         **jar_confs(),
+        # s3a:// and s3:// tables (a lake on S3): endpoint and region from the environment
+        **s3a_confs(),
         # No cached table relations: Hudi's file index then reads each table's timeline at
         # every query, so a long-lived session (a BI tool, a pooled connection) sees every
         # new commit without a REFRESH TABLE (each session has its own relation cache).
