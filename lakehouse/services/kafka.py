@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -35,12 +34,8 @@ DEFAULT_PORT = 9092
 HEAP = "-Xmx512m"  # a test / demo broker: small heap, the machine is shared with Spark
 
 
-class KafkaError(RuntimeError):
+class KafkaError(registry.ServiceError):
     """A broker operation failed; the message says what and why."""
-
-    def __init__(self, message: str, hint: str | None = None):
-        super().__init__(message)
-        self.hint = hint
 
 
 @dataclass(frozen=True)
@@ -282,13 +277,6 @@ def stop(settings: BrokerConfig, timeout: float = 30.0) -> str:
     if not record.alive or not _is_our_broker(record.pid, settings):
         registry.unregister(settings.settings, SERVICE)
         return f"kafka broker: not running (stale PID file for pid {record.pid} removed)"
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(record.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and record.alive:
-        time.sleep(0.2)
-    if record.alive:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(record.pid, signal.SIGKILL)
+    registry.terminate(record, timeout)
     registry.unregister(settings.settings, SERVICE)
     return f"kafka broker: stopped pid {record.pid}; topics kept under {kafka_dir(settings)}"

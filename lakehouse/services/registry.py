@@ -17,6 +17,14 @@ from pathlib import Path
 from lakehouse.config import Settings
 
 
+class ServiceError(RuntimeError):
+    """A service operation failed; the message says what and why, the hint what to do."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+
 @dataclass(frozen=True)
 class ServiceRecord:
     name: str
@@ -90,6 +98,13 @@ def stop(settings: Settings, name: str, timeout: float = 20.0) -> str:
     if not record.alive:
         unregister(settings, name)
         return f"{name}: not running (stale PID file removed)"
+    terminate(record, timeout)
+    unregister(settings, name)
+    return f"{name}: stopped pid {record.pid}"
+
+
+def terminate(record: ServiceRecord, timeout: float) -> None:
+    """SIGTERM the recorded process, then SIGKILL it if it still runs after ``timeout`` seconds."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(record.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
@@ -98,5 +113,3 @@ def stop(settings: Settings, name: str, timeout: float = 20.0) -> str:
     if record.alive:
         with contextlib.suppress(ProcessLookupError):
             os.kill(record.pid, signal.SIGKILL)
-    unregister(settings, name)
-    return f"{name}: stopped pid {record.pid}"

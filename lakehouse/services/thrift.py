@@ -24,6 +24,7 @@ from typing import Any
 
 from ingestion.spark import HUDI_CONFS, jar_confs, s3a_confs, spark_home
 from lakehouse.config import Settings
+from lakehouse.services import registry
 
 MAIN_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 DRIVER_MEMORY = "6g"  # 2 cores / 24 GB machines run the server beside ingestion and tests
@@ -32,12 +33,8 @@ SHUFFLE_PARTITIONS = 8
 CODEGEN_CACHE_ENTRIES = 4000
 
 
-class ThriftError(RuntimeError):
+class ThriftError(registry.ServiceError):
     """A Thrift server operation failed; the message says what and why."""
-
-    def __init__(self, message: str, hint: str | None = None):
-        super().__init__(message)
-        self.hint = hint
 
 
 @dataclass(frozen=True)
