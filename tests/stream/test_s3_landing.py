@@ -7,7 +7,6 @@ import pytest
 
 from ingestion.sources.s3_landing import S3LandingMirror
 from ingestion.stream import IngestError, IngestOptions, run_ingest
-from tests.simulate.conftest import moto_endpoint  # noqa: F401 - the moto server fixture
 from tests.stream.conftest import simulate
 from tests.stream.judge import compare_events, dead_letter_tuples_bronze, dead_letter_tuples_oracle
 
