@@ -145,7 +145,7 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
         from ingestion.spark import local_spark_session
 
         spark = local_spark_session("lakehouse-ingest")
-    create_missing_tables(spark, options.lake)
+    _open_lake(spark, options.lake)
     syncer = None
     if options.sync:
         syncer = CatalogSyncer(options.lake, options.thrift_host, options.thrift_port, database=options.database)
@@ -224,6 +224,19 @@ def _retry_kafka(message: str, options: IngestOptions, restarts: int) -> bool:
     return (options.kafka_bootstrap is not None and restarts < options.kafka_restarts
             and any(marker in message for marker in _BROKER_GONE)
             and not any(marker in message for marker in _DATA_LOSS))
+
+
+def _open_lake(spark, lake: str) -> None:
+    """Create the missing bronze tables; a lake that cannot be reached is one clear IngestError."""
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        create_missing_tables(spark, lake)
+    except Py4JJavaError as exc:
+        cause = str(exc.java_exception).splitlines()[0]
+        raise IngestError(f"lake {lake}: cannot open or create the bronze tables: {cause}",
+                          "check the lake path, and for s3a:// the bucket, the AWS credentials, region and "
+                          "AWS_ENDPOINT_URL") from None
 
 
 def create_missing_tables(spark, lake: str) -> list[str]:

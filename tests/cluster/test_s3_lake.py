@@ -59,3 +59,17 @@ def test_ingest_into_a_lake_on_s3_equals_the_oracle(moto_endpoint, tmp_path, mon
     rows = {t["table"]: t["rows"] for t in json.loads(status.stdout)["tables"]}
     assert rows == {**{table: len(oracle.events(table)) for table in oracle.tables},
                     "dead_letter": len(oracle.dead_letters())}
+
+
+def test_a_lake_on_a_missing_bucket_is_one_clear_error(moto_endpoint, tmp_path) -> None:
+    landing = tmp_path / "landing"
+    run_simulation(SimulationOptions(landing=str(landing), scale=0.002, changes=50, seed=4))
+    lake = "s3a://no-such-bucket/lake"
+    env = {**os.environ, "AWS_ENDPOINT_URL": moto_endpoint, "LAKEHOUSE_HOME": str(tmp_path / "home"),
+           "LAKEHOUSE_LANDING": str(landing), "LAKEHOUSE_LAKE": lake}
+    result = subprocess.run([LAKEHOUSE, "ingest", "--once", "--no-sync", "--quiet"], env=env,
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 1, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if line.startswith(("error:", "hint:"))]
+    assert lines[0].startswith(f"error: lake {lake}: cannot open or create the bronze tables:"), result.stderr[-2000:]
+    assert lines[1].startswith("hint: check the lake path"), lines
