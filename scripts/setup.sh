@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One-time (and idempotent) set-up of a fresh machine: Java 17, Chromium + ChromeDriver for
-# the browser tests, a Python 3.11 virtual environment with the pinned dependencies, and
+# the browser tests, PostgreSQL and MariaDB servers for the real sources, a Python 3.11 virtual environment with the pinned dependencies, and
 # the project installed in it. Re-running only does what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +43,18 @@ fi
 if [ "${LAKEHOUSE_SKIP_BROWSER:-0}" != 1 ]; then
   if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
     apt_install chromium chromium-driver || say "warning: chromium not installed; browser tests will be skipped"
+  fi
+fi
+
+# 2b. The real sources (lakehouse sources, lakehouse demo --real-sources, the real-sources tests):
+# Debian's PostgreSQL and MariaDB servers. The project runs its own instances on loopback ports
+# in their own data directories; LAKEHOUSE_SKIP_SOURCES=1 skips them.
+if [ "${LAKEHOUSE_SKIP_SOURCES:-0}" != 1 ]; then
+  if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    apt_install postgresql || say "warning: postgresql not installed; the real-sources tests and demo will fail"
+  fi
+  if ! command -v mariadb-install-db >/dev/null 2>&1; then
+    apt_install mariadb-server || say "warning: mariadb-server not installed; the real-sources tests and demo will fail"
   fi
 fi
 

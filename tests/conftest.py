@@ -1,4 +1,4 @@
-"""Session-wide fixtures: one SparkSession and one managed Thrift server per test run."""
+"""Session-wide fixtures: one SparkSession, one managed Thrift server and one Kafka broker per test run."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from lakehouse.config import Settings, load_settings
-from lakehouse.services import thrift
+from lakehouse.services import kafka, thrift
 
 
 def free_port() -> int:
@@ -135,3 +135,21 @@ def moto_endpoint():
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kafka.BrokerConfig]:
+    """One KRaft broker (temporary home, free port on 127.0.0.1) for the whole test run."""
+    home = tmp_path_factory.mktemp("kafka-broker")
+    config = kafka.broker_config(dataclasses.replace(load_settings(), home=home), free_port())
+    try:
+        kafka.start(config)
+    except kafka.KafkaError as exc:  # e.g. another process took the free port first: once more, on another
+        print(f"the test broker did not start ({exc}); trying another port")
+        kafka.stop(config)
+        config = kafka.broker_config(config.settings, free_port())
+        kafka.start(config)
+    try:
+        yield config
+    finally:
+        kafka.stop(config)
