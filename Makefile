@@ -3,12 +3,13 @@ SHELL := /bin/bash
 VENV := .venv
 LAKEHOUSE := $(VENV)/bin/lakehouse
 
-.PHONY: help setup demo test test-slow test-reliability test-cluster test-all lint bench bench-soak down clean
+.PHONY: help setup demo test test-slow test-real-sources test-reliability test-cluster test-all lint bench bench-soak down clean
 
 help:
 	@echo "make demo              set up everything, then run the whole pipeline on the embedded default"
 	@echo "make test              set up everything, then lint and run the default test suite"
 	@echo "make test-slow         the slow suites (scale 1.0, crash trials, Airflow import)"
+	@echo "make test-real-sources real Debezium from real PostgreSQL and MariaDB through Kafka into silver"
 	@echo "make test-reliability  the fault-injection suite with its figures"
 	@echo "make test-cluster      off one machine: the lake on S3 (S3A against moto's server)"
 	@echo "make bench             the benchmarks (prints medians and ratios)"
@@ -27,6 +28,9 @@ test: setup
 
 test-slow: setup
 	@bash scripts/run_tests.sh -m slow
+
+test-real-sources: setup
+	@bash scripts/run_tests.sh -m slow tests/real_sources
 
 test-reliability: setup
 	@bash scripts/run_tests.sh -m reliability

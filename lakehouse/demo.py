@@ -57,12 +57,27 @@ def steps() -> list[Step]:
     ]
 
 
+def real_sources_steps(bootstrap: str) -> list[Step]:
+    """``lakehouse demo --real-sources``: PostgreSQL and MariaDB through Debezium and Kafka instead of the simulator."""
+    return [
+        Step("kafka broker", ("kafka", "start"), _has_command("kafka")),
+        Step("real sources", ("sources", "start", "--kafka-bootstrap", bootstrap), _has_command("sources")),
+        Step("changes on the databases", ("sources", "changes", "--count", "300", "--seed", DEMO_SEED),
+             _has_command("sources")),
+        Step("ingest from Kafka", ("ingest", "--kafka-bootstrap", bootstrap, "--once"), _has_command("ingest")),
+        Step("dbt build", ("dbt", "build"), _has_dbt_project),
+        Step("docs site", ("docs", "build"), lambda: _has_command("docs")() and _has_dbt_project()),
+    ]
+
+
 def _lakehouse() -> str:
     return str(Path(sys.executable).parent / "lakehouse")
 
 
-def run_demo(settings: Settings, echo: Callable[[str], None] = print) -> list[tuple[str, str]]:
-    """Run every step; returns (step, outcome) pairs. Raises DemoFailed naming the step."""
+def run_demo(settings: Settings, echo: Callable[[str], None] = print,
+             plan: list[Step] | None = None) -> list[tuple[str, str]]:
+    """Run every step of ``plan`` (default: the simulator's); returns (step, outcome) pairs.
+    Raises DemoFailed naming the step."""
     outcomes: list[tuple[str, str]] = []
     started = time.monotonic()
     echo(f"[demo] starting the Thrift server on {settings.thrift_host}:{settings.thrift_port}")
@@ -71,7 +86,7 @@ def run_demo(settings: Settings, echo: Callable[[str], None] = print) -> list[tu
     except thrift.ThriftError as exc:
         raise DemoFailed("thrift server", str(exc)) from exc
     outcomes.append(("thrift server", f"running, pid {st.pid}"))
-    for step in steps():
+    for step in steps() if plan is None else plan:
         if not step.available():
             echo(f"[demo] {step.name}: skipped (not built yet)")
             outcomes.append((step.name, "skipped (not built yet)"))

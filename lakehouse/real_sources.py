@@ -102,6 +102,7 @@ def start(settings: Settings, bootstrap: str, *, seed: int = 7, users_scale: flo
             live.Workload(conns, real_contracts(), random.Random(seed), users).load_snapshot(listings, sales)
         marker.write_text(f"{users}\n")
     sources = RealSources(postgres, mariadb, int(marker.read_text()))
+    (databases.sources_dir(settings) / "bootstrap").write_text(bootstrap + "\n")
     connect.start(settings, bootstrap, [connect.postgres_connector(postgres),
                                         connect.mariadb_connector(mariadb, settings)])
     wait_for_snapshots(settings, bootstrap)
@@ -157,6 +158,35 @@ def _check_tasks(settings: Settings) -> None:
                 first = str(task.get("trace", "")).strip().splitlines()[:1]
                 raise connect.ConnectError(f"connector {name} failed: {' '.join(first)}",
                                            f"see {connect.log_file(settings)}")
+
+
+def wait_settled(settings: Settings, quiet: float = 3.0, timeout: float = 120.0) -> None:
+    """Wait until the connectors' topics stop growing for ``quiet`` seconds (the last changes sent)."""
+    from ingestion.sources.kafka import watermarks
+
+    bootstrap = (databases.sources_dir(settings) / "bootstrap").read_text().strip()
+    topics = sorted(t for c in real_contracts().values() for t in c.topics)
+    deadline = time.monotonic() + timeout
+    last, since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        _check_tasks(settings)
+        marks = watermarks(bootstrap, topics, 10.0)
+        if marks != last:
+            last, since = marks, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+        time.sleep(0.5)
+    raise connect.ConnectError(f"the connectors' topics kept growing for {timeout:.0f}s",
+                               f"see {connect.log_file(settings)}")
+
+
+def running(settings: Settings) -> RealSources | None:
+    """The real sources this home started, if both databases run and were loaded."""
+    postgres, mariadb = databases.running(settings, "postgres"), databases.running(settings, "mariadb")
+    marker = _marker(settings)
+    if postgres is None or mariadb is None or not marker.exists():
+        return None
+    return RealSources(postgres, mariadb, int(marker.read_text()))
 
 
 def stop(settings: Settings) -> list[str]:

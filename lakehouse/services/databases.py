@@ -258,3 +258,14 @@ def discard(settings: Settings) -> None:
     data = postgres_data_dir(settings)
     if not data.is_relative_to(settings.home):
         shutil.rmtree(data.parent, ignore_errors=True)
+
+
+def running(settings: Settings, name: str) -> Database | None:
+    """The source database ``name`` (postgres, mariadb) if this home started it and it still runs."""
+    record = registry.read(settings, name)
+    if record is None or not record.alive:
+        return None
+    files = sources_dir(settings) / name
+    database = "tickit" if name == "postgres" else "ecomm"
+    data = postgres_data_dir(settings) if name == "postgres" else files
+    return Database(name, HOST, _port(files, None), USER, _password(files), database, data, record.pid)

@@ -16,7 +16,6 @@ The crm system (SQL Server) has no server here: its users are produced by the si
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -27,7 +26,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from ingestion.stream.status import kafka_lags
 from lakehouse import real_sources
@@ -35,6 +33,7 @@ from lakehouse.services import connect, databases, registry
 from simulator import live
 from tests.conftest import settings_for
 from tests.dbt_project.silver_oracle import differences, oracle_rows, silver_rows
+from tests.real_sources.helpers import distinct_changes
 from tests.stream.judge import hudi_rows
 
 pytestmark = pytest.mark.slow
@@ -88,35 +87,6 @@ def _wait_caught_up(settings, topics: set[str], proc: subprocess.Popen, log: Pat
     raise AssertionError(f"the ingestion did not catch up within {timeout:.0f}s:\n{log.read_text()[-3000:]}")
 
 
-def _distinct_changes(bootstrap: str, topics: list[str]) -> dict[str, int]:
-    """Per topic, the distinct changes Kafka holds: (key, op, source position), re-deliveries once."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "real-sources-judge", "log_level": 0,
-                         "enable.auto.commit": False})
-    counts: dict[str, int] = {}
-    try:
-        for topic in topics:
-            seen = set()
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
-            consumer.assign([TopicPartition(topic, 0, low)])
-            read = low
-            while read < high:
-                for message in consumer.consume(500, timeout=5):
-                    if message.error():
-                        continue
-                    read = message.offset() + 1
-                    if message.value() is None or message.key() is None:
-                        continue  # tombstones; a truncate has no key and no row
-                    payload = json.loads(message.value())["payload"]
-                    source = payload["source"]
-                    position = (source.get("lsn"), source.get("txId"), source.get("file"), source.get("pos"),
-                                source.get("row"), source.get("snapshot") not in (None, "false"))
-                    seen.add((message.key(), payload["op"], position))
-            counts[topic] = len(seen)
-    finally:
-        consumer.close()
-    return counts
-
-
 def test_real_debezium_changes_reach_silver_equal_to_the_source_tables(real_home, tmp_path) -> None:
     settings, env, sources, bootstrap = real_home
     contracts = real_sources.real_contracts()
@@ -158,7 +128,7 @@ def test_real_debezium_changes_reach_silver_equal_to_the_source_tables(real_home
             _kill(ingestion.pid)
 
     # nothing duplicated in bronze, although Kafka holds re-deliveries
-    distinct = _distinct_changes(bootstrap, sorted(t for c in contracts.values() for t in c.topics))
+    distinct = distinct_changes(bootstrap, sorted(t for c in contracts.values() for t in c.topics))
     for name, contract in contracts.items():
         stored = [r for r in hudi_rows(Path(settings.lake) / "bronze" / name) if r["_cdc_op"] != "t"]
         assert len(stored) == distinct[contract.topics[0]], name

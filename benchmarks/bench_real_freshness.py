@@ -1,0 +1,132 @@
+"""Benchmark (not a timed test): freshness from a real database change to ``bronze.<table>``.
+
+A change committed in PostgreSQL (``ems.venue``) or MariaDB (``ecomm.listing``) travels
+through Debezium's connector in Kafka Connect, the Kafka broker and the continuous ingestion
+(``--trigger 1``, reading Kafka, registering through the Thrift server) until a query
+through the Thrift server sees it. Everything runs here: the project's broker, its Thrift
+server, the real sources (``lakehouse sources``), in a temporary ``LAKEHOUSE_HOME``. Prints
+the median, p95 and max seconds per database, next to the goal (p95 <= 5 s).
+
+    .venv/bin/python benchmarks/bench_real_freshness.py [--samples 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import random
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from ingestion.catalog import ThriftCatalog
+from ingestion.spark import local_spark_session
+from ingestion.stream import IngestOptions, run_ingest
+from lakehouse import real_sources
+from lakehouse.config import load_settings
+from lakehouse.services import databases, kafka, thrift
+
+GOAL_P95 = 5.0
+#: (system, table, key column, changed column) probed per sample.
+PROBES = (("ems", "venue", "venueid", "venuename"), ("ecomm", "listing", "listid", "listtime"))
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def _change(conn, system: str, table: str, key_column: str, column: str, key: int, marker: int) -> str:
+    """Commit one change; returns the predicate that finds it in bronze."""
+    cur = conn.cursor()
+    if column == "venuename":
+        cur.execute(f"UPDATE ems.venue SET venuename = %s WHERE {key_column} = %s", [f"probe {marker}", key])
+        predicate = f"venuename = 'probe {marker}'"
+    else:  # a listtime of microsecond precision that no other row has
+        stamp = f"2030-01-01 00:00:00.{marker:06d}"
+        cur.execute(f"UPDATE {table} SET listtime = %s WHERE {key_column} = %s", [stamp, key])
+        predicate = f"listtime = timestamp'{stamp}'"
+    cur.close()
+    conn.commit()
+    return predicate
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=20, help="changes per database (default 20)")
+    args = parser.parse_args(argv)
+    home = Path(tempfile.mkdtemp(prefix="bench-real-freshness-"))
+    settings = dataclasses.replace(load_settings(), home=home, lake=str(home / "lake"),
+                                   landing=str(home / "landing"), thrift_port=kafka.free_port())
+    broker = kafka.broker_config(settings, kafka.free_port())
+    stop = threading.Event()
+    thread = None
+    try:
+        kafka.start(broker)
+        thrift.start(settings, timeout=300)
+        sources = real_sources.start(settings, broker.bootstrap)
+        spark = local_spark_session("bench-real-freshness", warehouse_dir=home / "warehouse")
+        topics = (*sorted(t for c in real_sources.real_contracts().values() for t in c.topics),
+                  real_sources.CRM_USER_TOPIC)
+        options = IngestOptions(landing="", lake=settings.lake, checkpoints_root=home / "checkpoints", once=False,
+                                trigger_seconds=1.0, sync=True, thrift_host=settings.thrift_host,
+                                thrift_port=settings.thrift_port, kafka_bootstrap=broker.bootstrap, topics=topics)
+        thread = threading.Thread(target=run_ingest, args=(options,),
+                                  kwargs={"spark": spark, "log_stream": None, "stop_event": stop}, daemon=True)
+        thread.start()
+        catalog = ThriftCatalog(settings.thrift_host, settings.thrift_port)
+        rng = random.Random(1)
+        results: dict[str, list[float]] = {}
+        with real_sources.connections(sources) as conns:
+            for system, table, key_column, column in PROBES:
+                cur = conns[system].cursor()
+                cur.execute(f"SELECT {key_column} FROM {'ems.' if system == 'ems' else ''}{table}")  # noqa: S608
+                keys = [row[0] for row in cur.fetchall()]
+                cur.close()
+                conns[system].commit()
+                latencies: list[float] = []
+                for index in range(args.samples + 1):  # the first one waits for the backfill: not counted
+                    predicate = _change(conns[system], system, table, key_column, column, rng.choice(keys),
+                                        100_000 + index)
+                    committed = time.perf_counter()
+                    deadline = committed + (600 if index == 0 else 120)
+                    while time.perf_counter() < deadline:
+                        try:
+                            rows = catalog.execute(f"SELECT count(*) FROM bronze.{table} WHERE {predicate}")  # noqa: S608
+                        except Exception:  # noqa: BLE001 - not registered before the first sync
+                            rows = [(0,)]
+                        if rows and int(rows[0][0]) >= 1:
+                            if index:
+                                latencies.append(time.perf_counter() - committed)
+                            break
+                        time.sleep(0.1)
+                    else:
+                        print(f"{system}.{table}: change {index} not visible within the deadline")
+                    time.sleep(rng.uniform(0.0, 1.0))  # spread the changes over the trigger interval
+                results[f"{system}.{table}"] = latencies
+        catalog.close()
+        print(f"freshness: database commit -> visible in bronze.<table> through the Thrift server "
+              f"(Debezium, Kafka Connect, Kafka, ingest --trigger 1), {args.samples} samples each")
+        for name, values in results.items():
+            if values:
+                p95 = percentile(values, 0.95)
+                verdict = "met" if p95 <= GOAL_P95 else "NOT met"
+                print(f"  {name:<14} median {percentile(values, 0.5):5.2f} s  p95 {p95:5.2f} s  "
+                      f"max {max(values):5.2f} s  (goal p95 <= {GOAL_P95:.0f} s: {verdict})")
+            else:
+                print(f"  {name:<14} no sample became visible")
+    finally:
+        stop.set()
+        if thread is not None:
+            thread.join(timeout=120)
+        for line in real_sources.stop(settings):
+            print(line)
+        databases.discard(settings)
+        thrift.stop(settings)
+        kafka.stop(broker)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
