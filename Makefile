@@ -50,7 +50,7 @@ lint: setup
 	  status=$$?; rm -rf "$$home"; exit $$status
 
 bench: setup
-	@for b in benchmarks/bench_ingest.py benchmarks/bench_dbt.py; do echo "== $$b"; $(VENV)/bin/python $$b || exit 1; done
+	@for b in benchmarks/bench_ingest.py benchmarks/bench_dbt.py benchmarks/bench_real_freshness.py; do echo "== $$b"; $(VENV)/bin/python $$b || exit 1; done
 
 # 500 micro-batches of continuous ingestion (about an hour on 2 cores): latency and timeline growth
 bench-soak: setup

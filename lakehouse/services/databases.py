@@ -172,7 +172,7 @@ def start_postgres(settings: Settings, port: int | None = None, timeout: float =
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
     options = ["-c", f"listen_addresses={HOST}", "-c", f"port={port}", "-c", "unix_socket_directories=",
                "-c", "wal_level=logical", "-c", "max_replication_slots=8", "-c", "max_wal_senders=8",
-               "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+               "-c", "fsync=off", "-c", "full_page_writes=off"]
     with open(log, "ab") as out:
         proc = subprocess.Popen(  # noqa: S603 - fixed command
             _as_postgres_user([postgres_bin("postgres"), "-D", str(data), *options]),
