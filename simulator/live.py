@@ -105,6 +105,13 @@ def _cursor(conn: Connection) -> Iterator[Any]:
         cur.close()
 
 
+def insert_row(cur: Any, contract: TableContract, dialect: str, row: Row) -> None:
+    """``INSERT`` one row (its keys are column names) with the cursor ``cur``."""
+    names = ", ".join(quote(c, dialect) for c in row)
+    marks = ", ".join(["%s"] * len(row))
+    cur.execute(f"INSERT INTO {table_name(contract, dialect)} ({names}) VALUES ({marks})", list(row.values()))
+
+
 def source_rows(conn: Connection, contract: TableContract, dialect: str) -> list[Row]:
     """Every row of the source table (the contract's columns), by primary key: the oracle."""
     names = ", ".join(quote(c, dialect) for c in contract.column_names)
@@ -144,10 +151,7 @@ class Workload:
         return text.replace("{t}", table_name(self.contracts[table], self._dialect(table)))
 
     def _insert(self, cur: Any, table: str, row: Row) -> None:
-        dialect = self._dialect(table)
-        names = ", ".join(quote(c, dialect) for c in row)
-        marks = ", ".join(["%s"] * len(row))
-        cur.execute(self._sql(table, f"INSERT INTO {{t}} ({names}) VALUES ({marks})"), list(row.values()))
+        insert_row(cur, self.contracts[table], self._dialect(table), row)
 
     def _keys(self, table: str) -> list[int]:
         key = quote(self.contracts[table].primary_key[0], self._dialect(table))
