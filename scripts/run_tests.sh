@@ -25,7 +25,7 @@ if [ -f .sqlfluff ]; then
   rm -rf "$lint_home"
 fi
 echo "== pytest $*"
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest --durations=25 "$@"
 rc=$?
 if [ "$rc" = 5 ]; then
   echo "pytest collected no tests (exit 5)"

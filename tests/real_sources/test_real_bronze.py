@@ -13,24 +13,25 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from lakehouse import real_sources
 from lakehouse.config import load_settings
-from lakehouse.services import databases
+from lakehouse.services import databases, kafka, registry
 from simulator import live
 from tests.dbt_project.silver_oracle import differences, normalize
 from tests.kafka.helpers import fresh_topics, ingest_kafka
 from tests.real_sources.helpers import distinct_changes
+from tests.security.listening_sockets import assert_loopback_only, process_tree
 from tests.stream.judge import hudi_rows
 
 
-@pytest.fixture
-def sources(kafka_broker, tmp_path: Path) -> Iterator[tuple]:
+@pytest.fixture(scope="module")
+def sources(kafka_broker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
+    """The real sources, started once for this module's tests (fresh topics, temporary home)."""
     fresh_topics(kafka_broker.bootstrap)
-    home = tmp_path / "home"
+    home = tmp_path_factory.mktemp("real-sources") / "home"
     settings = dataclasses.replace(load_settings(), home=home, lake=str(home / "lake"), landing=str(home / "landing"))
     try:
         yield settings, real_sources.start(settings, kafka_broker.bootstrap, listings=150, sales=150)
@@ -38,6 +39,18 @@ def sources(kafka_broker, tmp_path: Path) -> Iterator[tuple]:
         for line in real_sources.stop(settings):
             print(line)
         databases.discard(settings)
+
+
+def test_real_sources_listen_on_loopback_only(sources, kafka_broker) -> None:
+    """PostgreSQL, MariaDB, Kafka Connect (its REST port) and the broker: 127.0.0.1 only."""
+    settings, _ = sources
+    for name in ("postgres", "mariadb", "connect"):
+        record = registry.read(settings, name)
+        assert record is not None and record.alive, name
+        assert_loopback_only(process_tree(record.pid), name)
+    broker = kafka.status(kafka_broker)
+    assert broker.pid is not None
+    assert_loopback_only(process_tree(broker.pid), "kafka broker")
 
 
 def _latest_by_key(rows: list[dict], key: tuple[str, ...]) -> dict[tuple, dict]:

@@ -96,3 +96,11 @@ def listeners(pids: list[int]) -> list[Listener]:
                 address, port = table[inode]
                 found.append(Listener(pid, address, port))
     return found
+
+
+def assert_loopback_only(pids: list[int], what: str) -> None:
+    """Fail unless ``pids`` listen somewhere, and only on loopback addresses."""
+    found = listeners(pids)
+    assert found, f"{what}: no listening socket found at all (the detector sees nothing?)"
+    exposed = [f"{item.address}:{item.port} (pid {item.pid})" for item in found if not item.is_loopback]
+    assert not exposed, f"{what} listens beyond loopback: {', '.join(exposed)}"

@@ -13,16 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import free_port
-from tests.security.listening_sockets import listeners, process_tree
+from tests.security.listening_sockets import assert_loopback_only, listeners, process_tree
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux only)")
-
-
-def _assert_loopback_only(pids: list[int], what: str) -> None:
-    found = listeners(pids)
-    assert found, f"{what}: no listening socket found at all (the detector sees nothing?)"
-    exposed = [f"{item.address}:{item.port} (pid {item.pid})" for item in found if not item.is_loopback]
-    assert not exposed, f"{what} listens beyond loopback: {', '.join(exposed)}"
 
 
 def test_detector_sees_a_wildcard_listener() -> None:
@@ -35,7 +28,7 @@ def test_detector_sees_a_wildcard_listener() -> None:
         assert not found[wildcard.getsockname()[1]].is_loopback
         assert found[loopback.getsockname()[1]].is_loopback
         with pytest.raises(AssertionError, match="listens beyond loopback"):
-            _assert_loopback_only([os.getpid()], "this test")
+            assert_loopback_only([os.getpid()], "this test")
 
 
 def test_thrift_server_listens_on_loopback_only(thrift_server) -> None:
@@ -44,7 +37,7 @@ def test_thrift_server_listens_on_loopback_only(thrift_server) -> None:
     tree = process_tree(pid)
     ports = {item.port for item in listeners(tree)}
     assert thrift_server.port in ports, f"Thrift port {thrift_server.port} not among {sorted(ports)}"
-    _assert_loopback_only(tree, "the Thrift server")
+    assert_loopback_only(tree, "the Thrift server")
 
 
 def test_ingestion_driver_listens_on_loopback_only(spark) -> None:
@@ -52,7 +45,7 @@ def test_ingestion_driver_listens_on_loopback_only(spark) -> None:
     spark.range(10).count()  # make sure the block manager and driver RPC are up
     jvm_tree = [pid for pid in process_tree(os.getpid()) if pid != os.getpid()]
     assert jvm_tree, "no child JVM found for the SparkSession"
-    _assert_loopback_only(jvm_tree, "the ingestion Spark driver")
+    assert_loopback_only(jvm_tree, "the ingestion Spark driver")
 
 
 def test_ingestion_listens_on_loopback_only_while_writing_hudi(spark, tmp_path: Path) -> None:
@@ -142,7 +135,7 @@ def test_docs_server_listens_on_loopback_only(tmp_path: Path) -> None:
             time.sleep(0.2)
         tree = process_tree(server.pid)
         assert port in {item.port for item in listeners(tree)}, f"the docs server never listened on {port}"
-        _assert_loopback_only(tree, "the docs server")
+        assert_loopback_only(tree, "the docs server")
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
