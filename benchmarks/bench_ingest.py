@@ -17,7 +17,7 @@ change of load on a shared machine affects all of them alike; the first run of e
 the cold one and is left out of the warm median.
 
 Usage: ``python benchmarks/bench_ingest.py [--scale 1.0] [--changes 20000] [--runs 3]
-[--format envelope] [--parsers fast,python] [--spark-reads] [--serial-writes] [--freshness-samples 20]
+[--format envelope] [--parsers fast,python] [--spark-reads] [--serial-writes] [--avro] [--freshness-samples 20]
 [--work DIR]``
 """
 
@@ -185,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serial-writes", action="store_true",
                         help="also measure the fast parser with the tables of a batch written one after another "
                              "(one writer thread instead of WRITE_THREADS), interleaved with the others")
+    parser.add_argument("--avro", action="store_true",
+                        help="also ingest the same events from an Avro landing (the S3 sink's AvroFormat) and print "
+                             "the ratio Avro / JSON")
     parser.add_argument("--freshness-samples", type=int, default=20)
     parser.add_argument("--driver-memory", help="spark.driver.memory of the benchmark's session "
                         "(default: the project's, ingestion/spark.py)")
@@ -202,6 +205,11 @@ def main(argv: list[str] | None = None) -> int:
                                              format=args.format, start_time=dt.datetime(2026, 1, 1)))
         lines = landed_lines(landing)
         print(f"landing: {lines} lines, format {args.format}, scale {args.scale}", flush=True)
+        avro_landing = work / "landing-avro"
+        if args.avro and not (avro_landing / "topics").is_dir():  # the same seed: the same events, in Avro files
+            run_simulation(SimulationOptions(landing=str(avro_landing), scale=args.scale, changes=args.changes,
+                                             format=args.format, start_time=dt.datetime(2026, 1, 1),
+                                             file_format="avro"))
 
         # peak resident memory of this process tree (the driver JVM and the Python workers included)
         peak_memory = PeakMemory().__enter__()
@@ -215,16 +223,18 @@ def main(argv: list[str] | None = None) -> int:
         jvm_seconds = time.perf_counter() - jvm_started
         schema = None
 
-        variants = [(name, name, False, False) for name in parsers]
+        variants = [(name, name, False, False, landing) for name in parsers]
         if args.spark_reads:
-            variants.append(("fast, Spark reads", "fast", True, False))
+            variants.append(("fast, Spark reads", "fast", True, False, landing))
         if args.serial_writes:
-            variants.append(("fast, serial writes", "fast", False, True))
+            variants.append(("fast, serial writes", "fast", False, True, landing))
+        if args.avro:
+            variants.append(("fast, Avro landing", "fast", False, False, avro_landing))
         ingest_times: dict[str, list[float]] = {label: [] for label, *_ in variants}
         plain_times: list[float] = []
         for run in range(args.runs):
-            for index, (label, name, spark_reads, serial_writes) in enumerate(variants):
-                seconds, events, phases = ingest_once(spark, landing, work / f"ingest-{index}-{run}", name,
+            for index, (label, name, spark_reads, serial_writes, source) in enumerate(variants):
+                seconds, events, phases = ingest_once(spark, source, work / f"ingest-{index}-{run}", name,
                                                       spark_reads, serial_writes)
                 ingest_times[label].append(seconds)
                 print(f"ingest run {run} ({PARSER_ENV}={label}): {seconds:.1f}s, {events} events+bad lines, "
@@ -254,6 +264,11 @@ def main(argv: list[str] | None = None) -> int:
             summary[name] = {"warm_median_seconds": round(median, 2), "warm_events_per_s": round(lines / median),
                              "cold_events_per_s": round(lines / (jvm_seconds + times[0])),
                              "ratio_to_plain": round(median / plain_median, 2), "runs": [round(t, 2) for t in times]}
+        if args.avro:
+            avro_median = summary["fast, Avro landing"]["warm_median_seconds"]  # type: ignore[index]
+            json_median = summary[parsers[0]]["warm_median_seconds"]  # type: ignore[index]
+            print(f"Avro landing / JSON landing ({parsers[0]}), warm medians: {avro_median:.1f}s / {json_median:.1f}s"
+                  f" = {avro_median / json_median:.2f} (goal <= 1.2)")
         peak_memory.__exit__()
         summary["peak_pss_gb"] = round(peak_memory.peak / 2**30, 2)
         print(f"peak memory (PSS) of the process tree (this Python, the driver JVM, its Python workers): "

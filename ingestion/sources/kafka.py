@@ -143,3 +143,32 @@ def topic_lag(bootstrap: str, topics: list[str], query_checkpoint: Path, timeout
         lags.append(TopicLag(topic, sum(end for _, end in partitions.values()),
                              sum(done.get(p, low) for p, (low, _) in partitions.items()), behind))
     return lags
+
+
+def first_keyed_record(bootstrap: str, topic: str, timeout: float = 10.0) -> tuple[bytes, bytes] | None:
+    """The (key, value) of the earliest record of ``topic`` that has both (tombstones and truncates skipped)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lakehouse-contracts", "log_level": 0,
+                         "enable.auto.commit": False})
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            return None
+        for partition in sorted(metadata.partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+            consumer.assign([TopicPartition(topic, partition, low)])
+            read = low
+            while read < high:
+                batch = consumer.consume(100, timeout=timeout)
+                if not batch:
+                    break
+                for message in batch:
+                    offset = message.offset()
+                    read = offset + 1 if offset is not None else high
+                    key, value = message.key(), message.value()
+                    if not message.error() and key and value:
+                        return key, value
+    finally:
+        consumer.close()
+    return None

@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "thrift",
     "kafka",
     "sources",
+    "contracts",
     "simulate",
     "ingest",
     "sync",

@@ -94,6 +94,8 @@ def mariadb_connector(db: Database, settings: Settings, server_id: int = 5401) -
         "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory",
         "schema.history.internal.file.filename": str(connect_dir(settings) / f"{db.database}.history"),
         "include.schema.changes": "false",
+        # say which int16 columns are TINYINT(1), MySQL's BOOLEAN (contracts generate reads it)
+        "datatype.propagate.source.type": ".+\\.TINYINT",
         "snapshot.mode": "initial",
         "skipped.operations": "none",
     })

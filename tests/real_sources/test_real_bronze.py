@@ -53,6 +53,29 @@ def test_real_sources_listen_on_loopback_only(sources, kafka_broker) -> None:
     assert_loopback_only(process_tree(broker.pid), "kafka broker")
 
 
+def test_contracts_generated_from_the_real_topics_equal_the_checked_in_ones(sources, kafka_broker,
+                                                                           tmp_path) -> None:
+    """`lakehouse contracts generate` on the connectors' topics writes the contracts written by hand:
+    the same columns in the same order with the same types, keys, topics, connector and database."""
+    from ingestion.cdc.contracts import load_contracts
+    from lakehouse.cli import main
+
+    for system in live.DIALECTS:
+        wanted = {n: c for n, c in real_sources.real_contracts().items() if c.system == system}
+        out = tmp_path / system
+        out.mkdir()
+        topics = ",".join(c.topics[0] for c in wanted.values())
+        assert main(["contracts", "generate", "--system", system, "--kafka-bootstrap", kafka_broker.bootstrap,
+                     "--topics", topics, "--output", str(out / f"{system}.yml")]) == 0
+        generated = load_contracts(out)
+        assert sorted(generated) == sorted(wanted)
+        for name, contract in wanted.items():
+            made = generated[name]
+            assert [(c.name, c.type) for c in made.columns] == [(c.name, c.type) for c in contract.columns], name
+            assert (made.primary_key, made.topics, made.connector, made.database, made.schema) == (
+                contract.primary_key, contract.topics, contract.connector, contract.database, contract.schema), name
+
+
 def _latest_by_key(rows: list[dict], key: tuple[str, ...]) -> dict[tuple, dict]:
     """Replay bronze events: per key the largest position wins; a deleted key is gone."""
     latest: dict[tuple, dict] = {}

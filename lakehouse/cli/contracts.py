@@ -1,0 +1,85 @@
+"""``lakehouse contracts generate``: a table contracts file from Debezium's own schemas."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ingestion.cdc.contract_generator import GeneratedTable, render_contracts, table_from_event
+from ingestion.cdc.contracts import ContractError
+from lakehouse.cli._common import CliError, UsageError
+
+
+def _event_from_file(path: Path) -> dict[str, Any]:
+    """The first event of a file: one JSON document, or JSON lines (a landing file)."""
+    text = path.read_text()
+    try:
+        return dict(json.loads(text))
+    except ValueError:
+        for line in text.splitlines():
+            if line.strip() and line.strip() != "null":
+                return dict(json.loads(line))
+    raise CliError(f"{path}: no event in the file")
+
+
+def _from_files(args: argparse.Namespace) -> list[GeneratedTable]:
+    primary_key = [c.strip() for c in (args.primary_key or "").split(",") if c.strip()]
+    tables = []
+    for name in args.from_event:
+        try:
+            tables.append(table_from_event(_event_from_file(Path(name)), primary_key=primary_key))
+        except (OSError, ValueError) as exc:
+            raise CliError(f"{name}: {exc}", "give a Debezium event written with schemas.enable=true") from exc
+    return tables
+
+
+def _from_kafka(args: argparse.Namespace) -> list[GeneratedTable]:
+    from ingestion.sources.kafka import first_keyed_record
+
+    tables = []
+    for topic in [t.strip() for t in args.topics.split(",") if t.strip()]:
+        record = first_keyed_record(args.kafka_bootstrap, topic)
+        if record is None:
+            raise CliError(f"topic {topic} on {args.kafka_bootstrap}: no record with a key and a value",
+                           "is the connector running and has it sent its snapshot?")
+        key, value = record
+        try:
+            tables.append(table_from_event(json.loads(value), key=json.loads(key), topic=topic))
+        except ValueError as exc:  # ContractError included
+            raise CliError(f"topic {topic}: {exc}",
+                           "the JSON converter must write schemas (schemas.enable=true)") from exc
+    return tables
+
+
+def _generate(args: argparse.Namespace) -> int:
+    if bool(args.from_event) == bool(args.kafka_bootstrap):
+        raise UsageError("give either --from-event FILE... or --kafka-bootstrap HOST:PORT --topics T1,T2")
+    if args.kafka_bootstrap and not args.topics:
+        raise UsageError("--kafka-bootstrap needs --topics")
+    tables = _from_kafka(args) if args.kafka_bootstrap else _from_files(args)
+    try:
+        text = render_contracts(args.system, tables)
+    except ContractError as exc:
+        raise CliError(str(exc)) from exc
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"wrote {args.output}: {len(tables)} table(s) of system {args.system}")
+    else:
+        print(text, end="")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("contracts", help="table contracts (ingestion/cdc/contracts/*.yml)")
+    sub = parser.add_subparsers(dest="contracts_command", metavar="ACTION", required=True)
+    generate = sub.add_parser("generate", help="write a contracts file from Debezium's schemas (events or topics)")
+    generate.add_argument("--system", required=True, help="the source system's name (the file's `system`)")
+    generate.add_argument("--from-event", nargs="+", metavar="FILE",
+                          help="events written with schemas.enable=true (a JSON document or JSON lines each)")
+    generate.add_argument("--primary-key", metavar="COLS", help="key columns for --from-event (files have no keys)")
+    generate.add_argument("--kafka-bootstrap", metavar="HOST:PORT", help="read each topic's first keyed record")
+    generate.add_argument("--topics", metavar="T1,T2", help="topics to read with --kafka-bootstrap")
+    generate.add_argument("--output", metavar="FILE", help="write here instead of standard output")
+    generate.set_defaults(func=_generate)
