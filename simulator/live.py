@@ -14,9 +14,8 @@ here and stays simulated; the workload's sellers and buyers are user ids ``1..us
 * ``Workload.step`` runs one random operation: an insert, an update, several updates of one
   row in one transaction, a delete, a delete then re-insert of the same key in one
   transaction, a multi-row update (one statement, several rows);
-* ``truncate_sales``, ``add_column`` and ``open_transaction`` are the rarer operations a
-  test plants at chosen points (a TRUNCATE, a column added mid-stream, a transaction that
-  stays open across another one's commit).
+* ``truncate_sales`` and ``add_column`` are the rarer operations a test plants at chosen
+  points (a TRUNCATE, a column added mid-stream).
 
 The final state, ``source_rows``, is what ``silver.<entity>`` must equal: it is read
 from the database itself, never from the workload's own bookkeeping.

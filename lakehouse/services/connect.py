@@ -140,11 +140,7 @@ def _write_properties(path: Path, values: dict[str, str]) -> None:
 
 
 def _is_our_worker(pid: int, settings: Settings) -> bool:
-    try:
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return False
-    return MAIN_CLASS in cmd and f"-Dlakehouse.home={settings.home} " in cmd
+    return registry.runs_java_main(pid, MAIN_CLASS, settings.home)
 
 
 def rest_url(settings: Settings) -> str | None:

@@ -163,11 +163,7 @@ def _java_command(settings: BrokerConfig, main: str, *args: str) -> list[str]:
 
 
 def _is_our_broker(pid: int, settings: BrokerConfig) -> bool:
-    try:
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return False
-    return MAIN_CLASS in cmd and f"-Dlakehouse.home={settings.home} " in cmd
+    return registry.runs_java_main(pid, MAIN_CLASS, settings.home)
 
 
 def _running_pid(settings: BrokerConfig) -> int | None:

@@ -49,6 +49,15 @@ def process_start_ticks(pid: int) -> int | None:
     return int(fields[19])
 
 
+def runs_java_main(pid: int, main_class: str, home: Path) -> bool:
+    """True when ``pid`` is a JVM running ``main_class`` started for ``home`` (``-Dlakehouse.home=``)."""
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return False
+    return main_class in cmd and f"-Dlakehouse.home={home} " in cmd
+
+
 def pid_file(settings: Settings, name: str) -> Path:
     return settings.run_dir / f"{name}.pid"
 
