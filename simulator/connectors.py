@@ -1,7 +1,9 @@
 """Simulated source logs: each connector's own position fields, transaction ids and ``source`` block.
 
 * PostgreSQL: a growing WAL ``lsn`` (one per change) and a ``txId`` per transaction;
-  snapshot rows share the snapshot's lsn and txId.
+  snapshot rows share the snapshot's lsn and txId. ``in_flight_change`` is a change of a
+  transaction still open when the snapshot starts: lower lsn and txId than the snapshot's,
+  streamed after it (Debezium's order is Kafka order, not LSN order).
 * MySQL: binlog ``file``/``pos``/``row``; the rows of one multi-row statement share
   ``pos`` and count ``row`` up; a file rolls over to the next index (new ``pos`` 4)
   past ``MAX_BINLOG_BYTES`` or on ``rollover()`` (FLUSH LOGS); ``gtid`` per transaction;
@@ -81,6 +83,21 @@ class PostgresLog(SourceLog):
 
     def snapshot_positions(self) -> SourceFields:
         return {"txId": self.tx_id, "lsn": self.lsn, "xmin": None}
+
+    def in_flight_change(self, rng: random.Random) -> SourceFields:
+        """The position of one change by a transaction that is open while the snapshot runs.
+
+        Its WAL record is written now; other sessions' commits then move the WAL past it
+        before the snapshot reads its LSN, and the snapshot's own transaction id is newer.
+        The transaction commits after the snapshot, so its change streams after the
+        snapshot rows with a smaller ``lsn`` and ``txId``.
+        """
+        self.tx_id += 1
+        self.lsn += rng.randint(40, 400)
+        position = {"txId": self.tx_id, "lsn": self.lsn, "xmin": None}
+        self.tx_id += 1  # the snapshot's transaction
+        self.lsn += rng.randint(400, 4000)  # other sessions' commits
+        return position
 
     def transaction(self, rng: random.Random, statements: list[int]) -> tuple[str | None, list[SourceFields]]:
         self.tx_id += 1

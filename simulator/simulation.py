@@ -38,7 +38,7 @@ from ingestion.sources.object_store import Storage, open_storage
 from simulator import tickit
 from simulator.avro import AvroItem, AvroRowEncoder, sync_marker, truncated_container
 from simulator.badlines import BAD_KINDS, UNKNOWN_TOPIC, AvroBadFile, bad_avro, bad_line
-from simulator.connectors import LOG_CLASSES, MySqlLog, SourceLog, source_block
+from simulator.connectors import LOG_CLASSES, MySqlLog, PostgresLog, SourceLog, source_block
 from simulator.database import PRIMARY_KEYS, TABLES, Row, SourceDatabase
 from simulator.encode import ENVELOPE, FLATTENED, SHAPES, WRAPPED, RowEncoder, epoch_ms
 from simulator.generate import Calendar, Generator
@@ -105,6 +105,8 @@ class RunSummary:
     end_time: str
     snapshot_events: int = 0
     change_events: int = 0
+    #: changes by a transaction open across the snapshot (smaller position, later offset than the snapshot row)
+    in_flight_changes: int = 0
     duplicates: int = 0
     tombstones: int = 0
     bad_lines: int = 0
@@ -362,7 +364,9 @@ class Simulation:
             by_connector[self.contracts[table].connector].append(table)
         index = 0
         for connector, tables in by_connector.items():
-            positions = self.logs[connector].snapshot_positions()
+            connector_log = self.logs[connector]
+            in_flight = self._open_across_snapshot(connector_log)
+            positions = connector_log.snapshot_positions()
             total = sum(self.db.count(t) for t in tables)
             seen = 0
             for table in tables:
@@ -374,7 +378,26 @@ class Simulation:
                     index += 1
                     self._tick()
             self.summary.snapshot_events += seen
+            if in_flight is not None:  # the open transaction commits after the snapshot
+                table, after, position = in_flight
+                before = self.db.update(table, after)
+                self.emit(table, "u", before, after, position, self.clock_ms + index // SNAPSHOT_ROWS_PER_MS + 1)
+                self.summary.change_events += 1
+                self.summary.in_flight_changes += 1
         self.clock_ms += index // SNAPSHOT_ROWS_PER_MS + 1000
+
+    def _open_across_snapshot(self, connector_log: SourceLog) -> tuple[str, Row, dict[str, Any]] | None:
+        """A PostgreSQL venue update whose transaction is open while the snapshot runs (see
+        ``PostgresLog.in_flight_change``): (table, new row, position). Its own random stream,
+        so the rest of the run's data is what it would be without it."""
+        if not isinstance(connector_log, PostgresLog) or not self.db.rows["venue"]:
+            return None
+        rng = random.Random(f"tickit-sim:{self.seed}:{self.run}:in-flight")
+        before = self.db.get("venue", rng.choice(sorted(self.db.rows["venue"])))
+        after = self.generator.changed_row("venue", rng, before)
+        if after is None or after == before:
+            return None
+        return "venue", after, connector_log.in_flight_change(rng)
 
     # --- change phase ------------------------------------------------------------------------
     def _quotas(self, total: int) -> dict[str, int]:

@@ -11,8 +11,8 @@ Shapes, detected per line:
   and are checked against the contract (``incompatible_schema``);
 * **flattened** (ExtractNewRecordState, delete rewrite mode): the row's columns plus
   ``__``-prefixed metadata: ``__op``, ``__source_ts_ms``, ``__deleted`` ("true"/"false"),
-  ``__db``, ``__table``, ``__name``, ... and the position fields ``__lsn``, ``__txId``
-  (PostgreSQL), ``__file``, ``__pos``, ``__row`` (MySQL), ``__change_lsn``,
+  ``__db``, ``__table``, ``__name``, ... and the position fields ``__lsn``, ``__txId``,
+  ``__sequence`` (PostgreSQL), ``__file``, ``__pos``, ``__row`` (MySQL), ``__change_lsn``,
   ``__commit_lsn``, ``__event_serial_no`` (SQL Server). Without any of them the event
   gets a degraded position (see ``ingestion.cdc.position``). Inside the JsonConverter
   wrapper, the schema's top-level fields select the value encodings as for an envelope.
@@ -32,7 +32,8 @@ no row image for the op, no source timestamp, a ``__deleted`` that contradicts t
 ``incompatible_schema``; per contract column in order: an event schema type that cannot
 feed the column -> ``incompatible_schema``, a value that does not fit the column type ->
 ``type_mismatch``; a null or absent primary-key column (not for ``t``) -> ``missing_pk``;
-a position field or source timestamp that cannot be rendered -> ``type_mismatch``.
+a position field (a PostgreSQL ``sequence`` read for want of ``lsn`` included) or source
+timestamp that cannot be rendered -> ``type_mismatch``.
 ``parse_line`` never raises for a bad line: anything else unexpected is dead-lettered
 as ``incompatible_schema`` with the exception in the message.
 
@@ -60,7 +61,7 @@ from typing import Any
 from ingestion.cdc.contracts import TableContract, topic_map
 from ingestion.cdc.landing import LandingFile
 from ingestion.cdc.position import (
-    POSITION_FIELDS,
+    POSITION_SOURCE_FIELDS,
     PositionError,
     has_position_fields,
     render_degraded_position,
@@ -432,7 +433,7 @@ def _parse_envelope(
     ts_ms = _int_ts(source.get("ts_ms")) or _int_ts(event.get("ts_ms"))
     if ts_ms is None:
         raise _Reject(INCOMPATIBLE_SCHEMA, "envelope has neither source.ts_ms nor ts_ms")
-    positions = {name: source.get(name) for name in POSITION_FIELDS[contract.connector]}
+    positions = {name: source.get(name) for name in POSITION_SOURCE_FIELDS[contract.connector]}
     tx_id = source.get(_TX_ID_FIELD[contract.connector])
     if tx_id is None and isinstance(event.get("transaction"), dict):
         tx_id = event["transaction"].get("id")
@@ -479,7 +480,7 @@ def _parse_flattened(
     meta = _Meta(
         op=op,
         source_ts_ms=ts_ms,
-        positions={name: event.get("__" + name) for name in POSITION_FIELDS[connector]},
+        positions={name: event.get("__" + name) for name in POSITION_SOURCE_FIELDS[connector]},
         tx_id=event.get("__" + _TX_ID_FIELD[connector]),
         db=event.get("__db"),
         table=event.get("__table"),

@@ -1,8 +1,12 @@
 """``_cdc_position``: one fixed-width string per event that sorts in the connector's order.
 
-Bronze keys every change by primary key + ``_cdc_position`` and every downstream
-"latest state per key" ordering uses it, so it must sort as a plain string. ``ts_ms``
-alone is not enough: the events of one transaction share it.
+The position is the event's **identity** and its **truncate order**. Bronze keys every
+change by primary key + ``_cdc_position``, so a re-delivered copy (same source position,
+new Kafka offset) is stored once; and a truncate, which has no key and no order against
+row events in Kafka, removes a key whose latest event has a smaller position. The order
+of the events of one key is their Kafka offset (``cdc_order`` in dbt), not the position:
+Debezium guarantees per-key order only as Kafka order. ``ts_ms`` is no substitute for a
+position: the events of one transaction share it.
 
 Format (every part is exactly 20 characters; parts are joined by ``-``):
 
@@ -19,20 +23,33 @@ Per connector (the contract's ``connector`` field):
 =============  ====================================================  ===========
 connector      parts, in order                                       width
 =============  ====================================================  ===========
-``postgres``   ``lsn``, ``txId``                                     41
+``postgres``   ``lsn``, ``txId``; or, when ``lsn`` is absent,        41
+               ``sequence[1]`` (else ``sequence[0]``), ``txId``
+               (zeros unless present)
 ``mysql``      binlog file index, ``pos``, ``row``                   62
 ``sqlserver``  ``commit_lsn`` (LSN), ``change_lsn`` (LSN),            62
                ``event_serial_no``
 degraded       ``t-`` + source ``ts_ms``, Kafka partition, offset    64
 =============  ====================================================  ===========
 
+**PostgreSQL ``sequence``**: ``source.sequence`` (flattened: ``__sequence``, with
+ExtractNewRecordState ``add.fields=...,sequence``) is the JSON text of
+``["<lastCommitLsn>", "<lsn>"]``, either element null (``[null,"26441400"]``). Incremental
+snapshot rows (``snapshot: "incremental"``) carry no ``lsn``, ``txId`` or ``xmin``
+(DBZ-4329) but do carry ``sequence``, whose ``lsn`` is the stream position when the
+chunk's window closed; its LSN part is that element (else the last commit LSN), so the
+row compares with truncates by stream position and is not degraded. ``sequence`` is
+read only when ``lsn`` is absent; then a value that is not a JSON array of two decimal
+digit strings or nulls, not both null, is a ``PositionError`` naming ``sequence``.
+
 The MySQL binlog file index is the number after the last ``.`` of the file name
 (``mysql-bin.000003`` -> 3), so a rollover to the next file sorts after every
 position of the previous one.
 
-**Degraded mode**: an ExtractNewRecordState-flattened event whose transform was not
-configured to add any of the connector's position fields (``__lsn``/``__txId``,
-``__file``/``__pos``/``__row``, ``__change_lsn``/``__commit_lsn``/``__event_serial_no``)
+**Degraded mode**: an event without any of the connector's position fields
+(``POSITION_SOURCE_FIELDS``), typically an ExtractNewRecordState-flattened event whose
+transform was not configured to add them (``__lsn``/``__txId``/``__sequence``,
+``__file``/``__pos``/``__row``, ``__change_lsn``/``__commit_lsn``/``__event_serial_no``),
 is ordered by ``__source_ts_ms``, then Kafka partition, then Kafka offset. Such a
 position starts with ``t-`` (``is_degraded``); re-delivered duplicates of such events
 get a new offset and therefore cannot be told apart, and events of one transaction are
@@ -41,6 +58,7 @@ ordered by offset only. Status output should say so when a table holds ``t-`` po
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -57,9 +75,19 @@ POSITION_FIELDS: dict[str, tuple[str, ...]] = {
     "sqlserver": ("commit_lsn", "change_lsn", "event_serial_no"),
 }
 
+#: PostgreSQL's ``source.sequence``: the LSN part of an event without ``lsn`` (module docstring).
+SEQUENCE_FIELD = "sequence"
+
+#: Every source field a position is rendered from: ``POSITION_FIELDS`` plus PostgreSQL's ``sequence``.
+POSITION_SOURCE_FIELDS: dict[str, tuple[str, ...]] = {
+    **POSITION_FIELDS,
+    "postgres": (*POSITION_FIELDS["postgres"], SEQUENCE_FIELD),
+}
+
 _MAX_NUMBER = 10**PART_WIDTH - 1
 _SQLSERVER_LSN = re.compile(r"^([0-9a-fA-F]{8}):([0-9a-fA-F]{8}):([0-9a-fA-F]{4})\Z")
 _BINLOG_INDEX = re.compile(r"\.(\d+)$")
+_DIGITS = re.compile(r"[0-9]+\Z")
 
 
 class PositionError(ValueError):
@@ -103,14 +131,50 @@ def binlog_index(file_name: Any) -> int | None:
     return int(match.group(1))
 
 
+def sequence_lsn_part(value: Any, field: str = SEQUENCE_FIELD) -> str:
+    """The LSN part of a PostgreSQL ``sequence`` ``["<lastCommitLsn>", "<lsn>"]``: the second
+    element, else the first, as 20 zero-padded digits.
+
+    Anything but the JSON text of a two-element array of decimal digit strings or nulls,
+    not both null, raises ``PositionError`` naming ``field`` and the value.
+    """
+    elements: Any = None
+    if isinstance(value, str):
+        try:
+            elements = json.loads(value)
+        except (ValueError, RecursionError):
+            elements = None
+    well_formed = (
+        isinstance(elements, list)
+        and len(elements) == 2
+        and all(e is None or (isinstance(e, str) and _DIGITS.match(e)) for e in elements)
+        and any(e is not None for e in elements)
+    )
+    if not well_formed:
+        raise PositionError(
+            f"position field {field!r} is not a PostgreSQL sequence (JSON array [lastCommitLsn, lsn] of two "
+            f"decimal strings or nulls, not both null): {value!r}"
+        )
+    chosen = elements[1] if elements[1] is not None else elements[0]
+    if len(chosen.lstrip("0")) > PART_WIDTH:
+        raise PositionError(f"position field {field!r} is out of range: {value!r}")
+    return f"{int(chosen):0{PART_WIDTH}d}"
+
+
 def render_position(connector: str, fields: Mapping[str, Any]) -> str:
     """The ``_cdc_position`` of one event from its source position fields.
 
-    ``fields`` maps the envelope ``source`` field names of ``POSITION_FIELDS[connector]``
-    to their values (absent or None -> zeros).
+    ``fields`` maps the envelope ``source`` field names of ``POSITION_SOURCE_FIELDS[connector]``
+    to their values (absent or None -> zeros); other fields are ignored, so a whole
+    ``source`` object will do. PostgreSQL's ``sequence`` is read only when ``lsn`` is absent.
     """
     if connector == "postgres":
-        parts = [number_part(fields.get("lsn"), "lsn"), number_part(fields.get("txId"), "txId")]
+        lsn, sequence = fields.get("lsn"), fields.get(SEQUENCE_FIELD)
+        from_sequence = lsn is None and sequence is not None
+        parts = [
+            sequence_lsn_part(sequence) if from_sequence else number_part(lsn, "lsn"),
+            number_part(fields.get("txId"), "txId"),
+        ]
     elif connector == "mysql":
         parts = [
             number_part(binlog_index(fields.get("file")), "file"),
@@ -140,8 +204,12 @@ def render_degraded_position(source_ts_ms: int, kafka_partition: int, kafka_offs
 
 
 def has_position_fields(connector: str, fields: Mapping[str, Any]) -> bool:
-    """True when at least one of the connector's position fields is present (not None)."""
-    return any(fields.get(name) is not None for name in POSITION_FIELDS[connector])
+    """True when at least one of the connector's position source fields is present (not None).
+
+    A present PostgreSQL ``sequence`` counts even when malformed: ``render_position`` then
+    rejects it rather than the event silently becoming degraded.
+    """
+    return any(fields.get(name) is not None for name in POSITION_SOURCE_FIELDS[connector])
 
 
 def is_degraded(position: str) -> bool:

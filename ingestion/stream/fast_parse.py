@@ -53,7 +53,14 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from ingestion.cdc.contracts import BRONZE_METADATA_COLUMNS, TableContract
-from ingestion.cdc.position import DEGRADED_PREFIX, PART_WIDTH, POSITION_FIELDS, SEPARATOR, ZERO_PART
+from ingestion.cdc.position import (
+    DEGRADED_PREFIX,
+    PART_WIDTH,
+    POSITION_SOURCE_FIELDS,
+    SEPARATOR,
+    SEQUENCE_FIELD,
+    ZERO_PART,
+)
 from ingestion.cdc.values import DEFAULT_TIMESTAMP_UNIT, decimal_precision_scale
 from ingestion.stream.bronze import arrow_schema
 
@@ -86,6 +93,9 @@ _ENVELOPE_KEYS = ("op", "before", "after", "source", "payload", "schema")
 _OTHER_SHAPE_KEYS = {"envelope": frozenset({"__op", "schema", "payload"}), "flattened": frozenset(_ENVELOPE_KEYS)}
 _SQLSERVER_LSN = r"^([0-9a-fA-F]{8}):([0-9a-fA-F]{8}):([0-9a-fA-F]{4})$"
 _BINLOG_INDEX = r"\.(?P<index>[0-9]{1,18})$"
+#: A PostgreSQL ``sequence`` exactly as Debezium (Jackson) writes it, elements short enough for int64;
+#: any other spelling (spaces, escapes, longer numbers) or a malformed one is left to Python.
+_PG_SEQUENCE = r'^\[(?P<commit>null|"[0-9]{1,18}"),(?P<current>null|"[0-9]{1,18}")\]$'
 
 
 def parser_mode() -> str:
@@ -237,7 +247,8 @@ class FastFileParser:
     def _read_schema(self, shape: str, sniffed: dict[str, str]) -> pa.Schema:
         row = [pa.field(c.name, _read_type(c.type, sniffed.get(c.name))) for c in self.contract.columns]
         positions = [pa.field(name, _position_type(self.connector, name))
-                     for name in dict.fromkeys((*POSITION_FIELDS[self.connector], TX_ID_FIELD[self.connector]))]
+                     for name in dict.fromkeys((*POSITION_SOURCE_FIELDS[self.connector],
+                                                TX_ID_FIELD[self.connector]))]
         if shape == "envelope":
             source = pa.struct([pa.field("ts_ms", pa.int64()), pa.field("db", pa.string()),
                                 pa.field("table", pa.string()), *positions])
@@ -291,7 +302,7 @@ class FastFileParser:
         # Python: source.ts_ms when a positive integer, else the envelope ts_ms when one, else rejected
         fallback_ts = pc.if_else(_positive(event_ts), event_ts, pa.scalar(None, pa.int64()))
         ts_ms = pc.if_else(_positive(source_ts), source_ts, fallback_ts)
-        positions = {name: pc.struct_field(source, name) for name in POSITION_FIELDS[self.connector]}
+        positions = {name: pc.struct_field(source, name) for name in POSITION_SOURCE_FIELDS[self.connector]}
         tx_id = pc.struct_field(source, TX_ID_FIELD[self.connector])
         tx_id = pc.coalesce(_as_text(tx_id), pc.struct_field(table.column("transaction"), "id"))
         return (op, image, ok, ts_ms, positions, tx_id, pc.struct_field(source, "db"),
@@ -314,7 +325,7 @@ class FastFileParser:
         ts_ms = table.column("__source_ts_ms")
         ok = pc.and_kleene(ok, pc.greater_equal(ts_ms, 0))
         image = {name: table.column(name) for name in self.contract.column_names}
-        positions = {name: table.column("__" + name) for name in POSITION_FIELDS[self.connector]}
+        positions = {name: table.column("__" + name) for name in POSITION_SOURCE_FIELDS[self.connector]}
         tx_id = _as_text(table.column("__" + TX_ID_FIELD[self.connector]))
         return op, image, ok, ts_ms, positions, tx_id, table.column("__db"), table.column("__table")
 
@@ -333,10 +344,16 @@ class FastFileParser:
     def _position(self, positions: dict, ts_ms, seq, delivery: _Delivery, ok):
         parts = []
         if self.connector == "postgres":
-            for name in ("lsn", "txId"):
-                text, valid = _number_part(positions[name])
-                parts.append(text)
-                ok = pc.and_kleene(ok, valid)
+            lsn, valid = _number_part(positions["lsn"])
+            ok = pc.and_kleene(ok, valid)
+            # no lsn (incremental snapshot rows): the LSN part comes from the sequence
+            from_sequence, valid = _sequence_lsn_part(positions[SEQUENCE_FIELD])
+            use_sequence = pc.and_(pc.is_null(positions["lsn"]), pc.is_valid(positions[SEQUENCE_FIELD]))
+            ok = pc.and_kleene(ok, pc.or_(pc.invert(use_sequence), valid))
+            parts.append(pc.if_else(use_sequence, from_sequence, lsn))
+            text, valid = _number_part(positions["txId"])
+            parts.append(text)
+            ok = pc.and_kleene(ok, valid)
         elif self.connector == "mysql":
             file_name = positions["file"]
             index = pc.struct_field(pc.extract_regex(file_name, _BINLOG_INDEX), "index")
@@ -451,7 +468,8 @@ def _read_type(column_type: str, kind: str | None) -> pa.DataType:
 
 
 def _position_type(connector: str, name: str) -> pa.DataType:
-    text_fields = {"mysql": ("file", "gtid"), "sqlserver": ("commit_lsn", "change_lsn"), "postgres": ()}
+    text_fields = {"mysql": ("file", "gtid"), "sqlserver": ("commit_lsn", "change_lsn"),
+                   "postgres": (SEQUENCE_FIELD,)}
     return pa.string() if name in text_fields[connector] else pa.int64()
 
 
@@ -497,6 +515,21 @@ def _number_part(values):
     valid = pc.or_kleene(pc.is_null(values), pc.greater_equal(values, 0))
     text = pc.utf8_lpad(pc.cast(values, pa.string()), PART_WIDTH, "0")
     return pc.fill_null(text, ZERO_PART), valid
+
+
+def _sequence_lsn_part(values):
+    """``ingestion.cdc.position.sequence_lsn_part`` of a string column: text and validity (never null).
+
+    Valid only for a sequence in Debezium's own spelling with a non-null element (see
+    ``_PG_SEQUENCE``); every other value is invalid here and goes to Python, which decides.
+    """
+    groups = pc.extract_regex(values, _PG_SEQUENCE)
+    commit, current = pc.struct_field(groups, "commit"), pc.struct_field(groups, "current")
+    chosen = pc.if_else(pc.equal(current, "null"), commit, current)
+    valid = pc.fill_null(pc.not_equal(chosen, "null"), False)
+    digits = pc.if_else(valid, pc.utf8_trim(chosen, '"'), pa.scalar(None, pa.string()))
+    text, _ = _number_part(pc.cast(digits, pa.int64()))
+    return text, valid
 
 
 def _typed(values, column_type: str, connector: str):

@@ -2,9 +2,11 @@
   Body of a silver CDC state model: the latest change event of every key (tombstones and
   the latest truncate included; the published silver view filters them, see
   cdc_live_rows). The state model is an incremental Hudi table merged on `state_key`
-  whose ordering field is `cdc_position` (dbt_project.yml): Hudi keeps, per key, the row
-  with the larger source position, so a late older event never overwrites newer state
-  or resurrects a deleted key, whatever order the merges run in.
+  whose ordering field is `cdc_order` (dbt_project.yml): Hudi keeps, per key, the row
+  with the larger Kafka offset (truncate rows: source position), so a late older event
+  never overwrites newer state or resurrects a deleted key, whatever order the merges
+  run in. Ties (one offset in two partitions, which a dbt test reports) fall back to
+  the source position, then the bronze commit.
 
   An incremental run reads only the change events of bronze commits newer than the
   state's watermark (cdc_state_watermark), keeps the latest of each key among them,
@@ -26,6 +28,7 @@ changes as (
         is_deleted,
         is_truncate,
         cdc_position,
+        cdc_order,
         cdc_source_ts,
         bronze_commit_time,
         {{ cdc_state_key(primary_key) }} as state_key
@@ -41,7 +44,7 @@ latest as (
     {{ dedupe(
         'changes',
         partition_by=['state_key'],
-        order_by=['cdc_position desc', 'bronze_commit_time desc'],
+        order_by=['cdc_order desc', 'cdc_position desc', 'bronze_commit_time desc'],
         columns=state_columns,
     ) | indent(4) }}
 
@@ -56,7 +59,7 @@ from latest
 {#- Change-metadata columns a state table keeps after the entity columns. -#}
 {% macro cdc_state_metadata_columns() -%}
     {{ return([
-        'cdc_op', 'is_deleted', 'is_truncate', 'cdc_position', 'cdc_source_ts',
+        'cdc_op', 'is_deleted', 'is_truncate', 'cdc_position', 'cdc_order', 'cdc_source_ts',
         'bronze_commit_time', 'state_key',
     ]) }}
 {%- endmacro %}

@@ -1,18 +1,18 @@
--- Every silver key whose latest bronze change (largest position) is a delete must be
+-- Every silver key whose latest bronze change (largest cdc_order) is a delete must be
 -- absent from silver. Checked for users and sales straight from bronze (staging),
 -- independently of the silver state tables.
 with
 
 latest_user_changes as (
 
-    {{ dedupe(ref('stg_crm__users'), partition_by=['user_id'], order_by=['cdc_position desc'],
+    {{ dedupe(ref('stg_crm__users'), partition_by=['user_id'], order_by=['cdc_order desc'],
               columns=['user_id', 'is_deleted']) }}
 
 ),
 
 latest_sale_changes as (
 
-    {{ dedupe(ref('stg_ecomm__sales'), partition_by=['sale_id'], order_by=['cdc_position desc'],
+    {{ dedupe(ref('stg_ecomm__sales'), partition_by=['sale_id'], order_by=['cdc_order desc'],
               columns=['sale_id', 'is_deleted']) }}
 
 )

@@ -1,6 +1,7 @@
 -- The number of keys in each silver relation equals the number of live keys derived
--- straight from bronze (staging): keys whose latest event is not a delete and is newer
--- than the table's latest truncate. An independent re-derivation of the silver logic.
+-- straight from bronze (staging): keys whose latest event (largest cdc_order) is not a
+-- delete and whose source position is newer than the table's latest truncate. An
+-- independent re-derivation of the silver logic.
 {%- set entities = [
     ('users', 'stg_crm__users', 'user_id'),
     ('venues', 'stg_ems__venues', 'venue_id'),
@@ -24,8 +25,8 @@ with
 
         select
             {{ key }},
-            max_by(is_deleted, cdc_position) as latest_is_delete,
-            max(cdc_position) as latest_position
+            max_by(is_deleted, cdc_order) as latest_is_delete,
+            max_by(cdc_position, cdc_order) as latest_position
         from {{ ref(staging) }}
         where not is_truncate
         group by {{ key }}

@@ -4,10 +4,12 @@
 columns under their source names + the ``_cdc_*`` metadata) for the seven tables. They
 cover the cases the silver layer must get right: updates, deletes, a delete followed by a
 re-insert, late (out-of-order) events delivered in a later commit, a late event for a
-deleted key, and a truncate followed by new rows.
+deleted key, a truncate followed by new rows, and an update produced after the snapshot
+row of its key with a smaller source position (a PostgreSQL transaction open while
+Debezium's snapshot ran).
 
-``replay_live_rows()`` is the independent oracle: a plain-Python replay of the events in
-source-position order, written without looking at the SQL.
+The oracle is ``TickitFixture.rows``: the source database's own rows after every change,
+kept as the changes are made, never derived from the events.
 """
 
 from __future__ import annotations
@@ -26,16 +28,26 @@ BASE_TIME = dt.datetime(2008, 1, 1, 0, 0, 0)
 
 @dataclass
 class ChangeLog:
-    """Change events per table; positions come from one counter, so they sort in order."""
+    """Change events per table. Positions and Kafka offsets come from one counter, so they
+    sort in production order unless a caller gives an older one (a late event) or a
+    position that disagrees with its offset."""
 
     events: dict[str, list[dict]] = field(default_factory=lambda: {t: [] for t in load_contracts()})
     next_position: int = 1
 
-    def emit(self, table: str, op: str, row: dict, position: int | None = None) -> dict:
+    def fresh(self) -> int:
+        """The next position/offset of the counter."""
+        value = self.next_position
+        self.next_position += 1
+        return value
+
+    def emit(self, table: str, op: str, row: dict, position: int | None = None, offset: int | None = None) -> dict:
+        """One change event; `position` defaults to the next one, `offset` to the position."""
         contract = load_contracts()[table]
         if position is None:
-            position = self.next_position
-            self.next_position += 1
+            position = self.fresh()
+        if offset is None:
+            offset = position
         source_ts = BASE_TIME + dt.timedelta(seconds=position)
         event = {c: row.get(c) for c in contract.column_names}
         event.update(
@@ -48,7 +60,7 @@ class ChangeLog:
             _cdc_source_table=table,
             _cdc_topic=contract.topics[0],
             _cdc_kafka_partition=0,
-            _cdc_kafka_offset=position,
+            _cdc_kafka_offset=offset,
             _cdc_landing_file=f"topics/{contract.topics[0]}/partition=0/{contract.topics[0]}+0+0000000000.json",
             _cdc_ingested_at=None,  # set by the loader at commit time
             _cdc_source_date=source_ts.date(),
@@ -99,11 +111,12 @@ class TickitFixture:
         self.log = ChangeLog()
         self.n_users, self.n_events, self.n_listings, self.n_sales = users, events, listings, sales
         self.rows: dict[str, dict[int, dict]] = {t: {} for t in load_contracts()}
+        self.positions: dict[str, dict[int, int]] = {t: {} for t in load_contracts()}
 
     def _put(self, table: str, op: str, row: dict) -> None:
         pk = load_contracts()[table].primary_key[0]
         self.rows[table][row[pk]] = row
-        self.log.emit(table, op, row)
+        self.positions[table][row[pk]] = int(self.log.emit(table, op, row)["_cdc_position"])
 
     def initial_events(self) -> dict[str, list[dict]]:
         rng = self.rng
@@ -191,19 +204,9 @@ class TickitFixture:
                                 "venueseats": 1}, position=3)
         # a category renamed
         self._put("category", "u", dict(self.rows["category"][2], catname="Plays"))
+        # a PostgreSQL transaction open while the snapshot ran: its update of category 3 is
+        # produced now (a new offset) with a source position below the snapshot row's
+        renamed = dict(self.rows["category"][3], catname="Rock")
+        self.rows["category"][3] = renamed
+        log.emit("category", "u", renamed, position=self.positions["category"][3] - 1, offset=log.fresh())
         return log.take()
-
-
-def replay_live_rows(events: list[dict], primary_key: tuple[str, ...]) -> dict[tuple, dict]:
-    """Oracle: live rows by key after applying every event in `_cdc_position` order."""
-    live: dict[tuple, dict] = {}
-    for event in sorted(events, key=lambda e: e["_cdc_position"]):
-        if event["_cdc_op"] == "t":
-            live.clear()
-            continue
-        key = tuple(event[k] for k in primary_key)
-        if event["_cdc_op"] == "d" or event["_cdc_is_deleted"]:
-            live.pop(key, None)
-        else:
-            live[key] = {k: v for k, v in event.items() if not k.startswith("_")}
-    return live

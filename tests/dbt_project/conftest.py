@@ -10,7 +10,7 @@ import pytest
 from ingestion.cdc.contracts import load_contracts
 from lakehouse.services import thrift
 from tests.dbt_project.bronze_loader import BronzeLoader
-from tests.dbt_project.cdc_fixture import TickitFixture, replay_live_rows
+from tests.dbt_project.cdc_fixture import TickitFixture
 from tests.dbt_project.dbt_runner import DbtRunner
 from tests.dbt_project.silver_oracle import differences, oracle_rows, silver_rows
 
@@ -19,30 +19,27 @@ LAYER_SCHEMAS = ("staging", "silver", "gold", "seeds", "snapshots")
 
 @dataclass
 class DbtLakehouse:
-    """A Thrift server with fixture bronze, a dbt runner and the plain-Python oracle."""
+    """A Thrift server with fixture bronze, a dbt runner and the fixture's database rows as oracle."""
 
     server: object
     loader: BronzeLoader
     dbt: DbtRunner
     fixture: TickitFixture
-    events: dict[str, list[dict]]
 
     def commit(self, events: dict[str, list[dict]]) -> dict[str, str]:
         """One bronze Hudi commit per table with events; their instants."""
-        for table, rows in events.items():
-            self.events.setdefault(table, []).extend(rows)
         return self.loader.commit(events)
 
     def sql(self, statement: str) -> list[tuple]:
         return thrift.run_sql(self.server.host, self.server.port, statement)
 
     def silver_differences(self, tables: tuple[str, ...] | None = None) -> dict[str, list[str]]:
-        """Per table (default: all), how silver differs from the oracle replay of every committed event."""
+        """Per table (default: all), how silver differs from the source rows the committed events came from."""
         out = {}
-        for table, contract in load_contracts().items():
+        for table in load_contracts():
             if tables is not None and table not in tables:
                 continue
-            expected = oracle_rows(replay_live_rows(self.events.get(table, []), contract.primary_key), table)
+            expected = oracle_rows({(key,): row for key, row in self.fixture.rows[table].items()}, table)
             actual = silver_rows(self.server.host, self.server.port, table)
             problems = differences(actual, expected)
             if problems:
@@ -64,7 +61,7 @@ def reset_lakehouse(server, spark, tmp_path) -> DbtLakehouse:
     loader = BronzeLoader(spark, tmp_path / "lake", server.host, server.port)
     loader.create_all()
     fixture = TickitFixture()
-    lakehouse = DbtLakehouse(server, loader, DbtRunner(server.env, tmp_path), fixture, {})
+    lakehouse = DbtLakehouse(server, loader, DbtRunner(server.env, tmp_path), fixture)
     lakehouse.commit(fixture.initial_events())
     return lakehouse
 

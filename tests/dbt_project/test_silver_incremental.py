@@ -71,20 +71,30 @@ def test_incremental_run_merges_only_the_changed_keys(lakehouse: DbtLakehouse) -
     assert lakehouse.silver_differences(("sale",)) == {}
 
 
-def test_a_late_older_event_never_overwrites_newer_state(lakehouse: DbtLakehouse) -> None:
-    """The late event is the only row of its run (nothing to dedupe it against): Hudi's ordering field
-    (cdc_position) keeps the stored newer row, and a key deleted later is not resurrected."""
+def test_merges_keep_the_larger_offset_whatever_the_source_positions(lakehouse: DbtLakehouse) -> None:
+    """Each event is the only one of its key in the run (nothing to dedupe it against), so Hudi's ordering
+    field (cdc_order, the Kafka offset) decides against the stored row:
+
+    * sale 5: a late, older event (smaller offset and position) must not overwrite the stored newer row;
+    * sale 6: the update of a transaction open while Debezium's snapshot ran (a larger offset, a smaller
+      position than the stored snapshot row) must replace it. The unit test
+      state_orders_a_key_by_offset_not_by_source_position covers the same case within one run.
+    """
     lakehouse.dbt.run("run", "-s", "+sales")
     fixture = lakehouse.fixture
-    newer = fixture.rows["sale"][5]
-    (stored_position,) = lakehouse.sql("select cdc_position from silver.sales_cdc_state where state_key = '5'")[0]
-    late = fixture.log.emit("sale", "u", dict(newer, qtysold=99), position=1)  # older than every stored event
-    assert late["_cdc_position"] < stored_position
+    stored = {key: {"position": position, "order": order} for key, position, order in lakehouse.sql(
+        "select state_key, cdc_position, cdc_order from silver.sales_cdc_state where state_key in ('5', '6')")}
+    late = fixture.log.emit("sale", "u", dict(fixture.rows["sale"][5], qtysold=99), position=1)
+    assert f"{late['_cdc_kafka_offset']:020d}" < stored["5"]["order"]
+    changed = dict(fixture.rows["sale"][6], qtysold=fixture.rows["sale"][6]["qtysold"] % 8 + 1)
+    fixture.rows["sale"][6] = changed
+    in_flight = fixture.log.emit("sale", "u", changed, position=fixture.positions["sale"][6] - 1,
+                                 offset=fixture.log.fresh())
+    assert in_flight["_cdc_position"] < stored["6"]["position"]
     lakehouse.commit(fixture.log.take())
     lakehouse.dbt.run("run", "-s", "sales_cdc_state", "sales")
-    assert lakehouse.sql("select cdc_position from silver.sales_cdc_state where state_key = '5'")[0] == (
-        stored_position,)
     assert lakehouse.sql("select qty_sold from silver.sales where sale_id = 5")[0][0] != 99
+    assert lakehouse.sql("select qty_sold from silver.sales where sale_id = 6")[0][0] == changed["qtysold"]
     assert lakehouse.silver_differences(("sale",)) == {}
 
 

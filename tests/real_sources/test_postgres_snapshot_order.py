@@ -5,14 +5,12 @@ starts (a DBA created it, or an earlier connector did), a transaction updates a 
 stays open while Debezium snapshots the table (the snapshot does not see the uncommitted
 change), then commits. Debezium streams that update after the snapshot row, at a higher
 Kafka offset, but its ``lsn`` is the position where the change was written, before the
-snapshot's. Ordering by ``(lsn, txId)``, as the PostgreSQL contract does today, lets the
-older snapshot row win: silver keeps the value the database no longer has.
+snapshot's. Ordering by ``(lsn, txId)`` would let the older snapshot row win and silver
+keep a value the database no longer has; silver orders a key's changes by Kafka offset
+(``cdc_order``), so the update wins.
 
 The test checks that the events really have this shape (so it cannot pass for the wrong
-reason), then requires ``silver.venues`` to equal the database. It is expected to fail
-until the ordering rule follows the Kafka partition's offset order (issue "The inputs a
-real deployment sends"); ``strict`` makes the fix visible: the test then passes and
-the marker must go.
+reason), then requires ``silver.venues`` to equal the database.
 """
 
 from __future__ import annotations
@@ -70,8 +68,6 @@ def _venue_events(bootstrap: str, venueid: int) -> list[tuple[int, dict]]:
     return events
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="ordering by (lsn, txId) keeps the stale snapshot row (issue 24)")
 def test_a_transaction_open_across_the_snapshot_wins_in_silver(postgres_home, thrift_server, kafka_broker,
                                                                tmp_path) -> None:
     settings, postgres = postgres_home
@@ -101,7 +97,7 @@ def test_a_transaction_open_across_the_snapshot_wins_in_silver(postgres_home, th
         in_flight.commit()
         real_sources.wait_settled(settings, kafka_broker.bootstrap)
 
-        # the preconditions fail the test outright (pytest.fail), not as the expected failure
+        # the preconditions: the events have the shape of the anomaly
         events = _venue_events(kafka_broker.bootstrap, 1)
         if [payload["op"] for _, payload in events] != ["r", "u"]:
             pytest.fail(f"expected a snapshot row then an update of venue 1, got {events}")

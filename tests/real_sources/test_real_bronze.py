@@ -3,7 +3,7 @@
 The encodings of real connectors (decimals as Connect ``Decimal`` bytes, ``MicroTimestamp``
 and ``io.debezium.time.Date``, MariaDB's ``TINYINT(1)``, PostgreSQL's ``before: null`` on
 updates) go through the contracts: per table, the latest bronze event of each key, read by
-hudi-rs and replayed here in plain Python (the largest ``_cdc_position`` wins, a delete
+hudi-rs and replayed here in plain Python (the largest Kafka offset wins, a delete
 removes the key), must equal ``SELECT`` of the source table; and bronze holds each distinct
 change in Kafka exactly once. The slow test next to this one adds dbt, silver and crashes.
 """
@@ -77,9 +77,9 @@ def test_contracts_generated_from_the_real_topics_equal_the_checked_in_ones(sour
 
 
 def _latest_by_key(rows: list[dict], key: tuple[str, ...]) -> dict[tuple, dict]:
-    """Replay bronze events: per key the largest position wins; a deleted key is gone."""
+    """Replay bronze events: per key the largest Kafka offset wins; a deleted key is gone."""
     latest: dict[tuple, dict] = {}
-    for row in sorted(rows, key=lambda r: r["_cdc_position"]):
+    for row in sorted(rows, key=lambda r: r["_cdc_kafka_offset"]):
         latest[tuple(row[k] for k in key)] = row
     return {k: r for k, r in latest.items() if not r["_cdc_is_deleted"]}
 

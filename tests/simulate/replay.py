@@ -1,10 +1,12 @@
 """An independent plain-Python replay of a landing zone: the check the oracle is compared with.
 
 It reads the landing files through the storage listing, parses each line with the CDC
-parser, drops re-delivered duplicates by (table, primary key, position), and replays the
-distinct events in position order (a truncate removes every key with a smaller
-position). Written separately from the simulator on purpose: it shares no code with it
-except the parser under test elsewhere.
+parser, drops re-delivered duplicates by (table, primary key, position), keeping the first
+copy (the lowest Kafka offset: files are listed in offset order), and replays the distinct
+events: per key the one with the largest Kafka offset is the latest; a key is live unless
+that event is a delete or its source position is smaller than the latest truncate's.
+Written separately from the simulator on purpose: it shares no code with it except the
+parser under test elsewhere.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ INGESTED_AT = dt.datetime(2030, 1, 1)
 @dataclass
 class Replay:
     events: dict[str, dict[tuple, dict[str, Any]]] = field(default_factory=lambda: defaultdict(dict))
+    #: the Kafka offset of each event's first copy, by the same keys as ``events``
+    offsets: dict[str, dict[tuple, int]] = field(default_factory=lambda: defaultdict(dict))
     lines: int = 0
     duplicates: int = 0
     tombstones: int = 0
@@ -33,18 +37,21 @@ class Replay:
 
     def live_rows(self, table: str) -> dict[tuple, dict[str, Any]]:
         contract = load_contracts()[table]
-        ordered = sorted(self.events[table].values(), key=lambda row: row["_cdc_position"])
-        state: dict[tuple, dict[str, Any]] = {}
-        for row in ordered:
+        truncates = [row["_cdc_position"] for row in self.events[table].values() if row["_cdc_op"] == "t"]
+        truncated_before = max(truncates, default="")
+        latest: dict[tuple, tuple[int, dict[str, Any]]] = {}
+        for identity, row in self.events[table].items():
             if row["_cdc_op"] == "t":
-                state.clear()  # every key seen so far has a smaller position
                 continue
             key = tuple(row[k] for k in contract.primary_key)
-            if row["_cdc_is_deleted"]:
-                state.pop(key, None)
-            else:
-                state[key] = {name: row[name] for name in contract.column_names}
-        return state
+            offset = self.offsets[table][identity]
+            if key not in latest or offset > latest[key][0]:
+                latest[key] = (offset, row)
+        return {
+            key: {name: row[name] for name in contract.column_names}
+            for key, (_, row) in latest.items()
+            if not row["_cdc_is_deleted"] and row["_cdc_position"] > truncated_before
+        }
 
 
 def replay_landing(storage) -> Replay:
@@ -82,4 +89,5 @@ def replay_landing(storage) -> Replay:
                     result.duplicates += 1
                 else:
                     result.events[parsed.table][key] = row
+                    result.offsets[parsed.table][key] = parsed.row["_cdc_kafka_offset"]
     return result

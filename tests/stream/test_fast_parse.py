@@ -128,7 +128,11 @@ def _chunks(landing: Path, mode: str) -> list[pa.RecordBatch]:
 
 
 def assert_same_chunks(landing: Path) -> None:
-    fast, python = _chunks(landing, "fast"), _chunks(landing, "python")
+    assert_same_chunk_batches(_chunks(landing, "fast"), _chunks(landing, "python"))
+
+
+def assert_same_chunk_batches(fast: list[pa.RecordBatch], python: list[pa.RecordBatch]) -> None:
+    """The chunk rows of the fast path equal the Python path's: kinds, counts, payload tables."""
     assert len(fast) == len(python)
     for got, want in zip(fast, python, strict=True):
         for column in ("kind", "table_name", "rows", "oldest_source_ts"):
@@ -394,6 +398,14 @@ def _venue_line(**after) -> bytes:
     return json.dumps(event).encode()
 
 
+def _json_or_none(line: bytes) -> object:
+    """A landed line as JSON, or None for the simulator's planted malformed lines."""
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
 def test_other_connectors_and_types():
     assert_same_as_python(VENUE, [_venue_line(), _venue_line(venuename=12345), _venue_line(venueseats=None),
                                   _venue_line(venueid="235")])
@@ -404,12 +416,78 @@ def test_other_connectors_and_types():
     date_lines = [line for path in landing_files(simulated_landing("mixed")) if "ecomm.date" in path.name
                   for line in path.read_bytes().split(b"\n")[:60] if line]
     assert_same_as_python(DATE, date_lines)
-    odd = [json.loads(line) for line in date_lines if line.startswith(b'{"before"')][:1]
+    odd = [event for event in map(_json_or_none, date_lines) if isinstance(event, dict) and "before" in event][:1]
+    assert odd
     for value in (2, True, -1, None, 2932897, -719163):
         for event in odd:
             mutated = copy.deepcopy(event)
             (mutated["after"] or mutated["before"])["holiday" if isinstance(value, bool) else "caldate"] = value
             assert_same_as_python(DATE, [json.dumps(mutated).encode()])
+
+
+# -- PostgreSQL rows without lsn: the position from source.sequence ------------------------------
+PG_PRODUCTS = fixture_contract("postgres", PRODUCTS)
+#: Sequences in Debezium's own spelling (Jackson, ``SourceInfo.sequence()``): the fast path renders them.
+FAST_SEQUENCES = ['["100","250"]', '[null,"26441400"]', '["26441168","26441400"]', '["24023119",null]',
+                  '["0","0"]', '["1","999999999999999999"]']
+#: Sequences the fast path leaves to Python: other spellings Python accepts (spaces, escapes, 19-20
+#: digits), malformed ones (dead letters), and JSON kinds other than a string (read errors).
+PYTHON_SEQUENCES = ['[ "100" , "250" ]', '["\\u0031","2"]', '["1","9999999999999999999"]',
+                    '["1","99999999999999999999"]', '["1","100000000000000000000"]', "[null,null]", '["26441400"]',
+                    '["1","2","3"]', "[26441168,26441400]", '["-5","2"]', '["0x1A","2"]', "not json", "", 26441400,
+                    ["1", "2"]]
+
+
+def _pg_incremental(sequence, key: int = 101) -> bytes:
+    """pg_real_snapshot_read.json's row as an incremental-snapshot read: no lsn/txId/xmin, a sequence."""
+    event = json.loads((FIXTURES / "postgres" / "pg_real_snapshot_read.json").read_text())
+    event["after"]["id"] = key
+    event["source"].update(version="2.7.3.Final", snapshot="incremental", sequence=sequence, txId=None, lsn=None,
+                           xmin=None)
+    return json.dumps(event).encode()
+
+
+def _pg_flat_incremental(sequence, key: int = 101) -> bytes:
+    """pg_unwrap_read.json with add.fields=...,lsn,sequence for an incremental-snapshot row (``__lsn`` null)."""
+    event = json.loads((FIXTURES / "flattened" / "pg_unwrap_read.json").read_text())
+    event.update(id=key, __lsn=None, __sequence=sequence)
+    return json.dumps(event).encode()
+
+
+@pytest.mark.parametrize("make", [_pg_incremental, _pg_flat_incremental])
+def test_sequence_only_rows_take_the_fast_path_with_the_python_position(make):
+    lines = [make(sequence, key) for key, sequence in enumerate(FAST_SEQUENCES, start=101)]
+    outcome, expected = assert_same_as_python(PG_PRODUCTS, lines)
+    assert not outcome.fallback and sum(t.num_rows for t in outcome.tables) == len(lines)
+    assert [e.row["_cdc_position"][:20] for e in expected] == [
+        "00000000000000000250", "00000000000026441400", "00000000000026441400", "00000000000024023119",
+        "00000000000000000000", "00999999999999999999"]
+    assert all(not e.degraded and e.row["_cdc_position"].endswith("-" + "0" * 20) for e in expected)
+
+
+@pytest.mark.parametrize("make", [_pg_incremental, _pg_flat_incremental])
+def test_sequence_rows_among_others_give_the_python_result(make):
+    """Every sequence, alone and in one file with streamed, degraded and re-delivered rows."""
+    streamed = _fixture_lines("postgres/pg_real_update.json")
+    flat = _fixture_lines("flattened/pg_unwrap_update.json")
+    degraded = [make(None)]  # no lsn, no txId, no sequence: still the degraded position
+    with_lsn = json.loads(make('["1","2"]'))
+    if "source" in with_lsn:
+        with_lsn["source"].update(lsn=34131104, sequence="not a sequence")  # lsn present: sequence not read
+    else:
+        with_lsn.update(__lsn=34131104, __sequence="not a sequence")
+    sequences = [make(s) for s in FAST_SEQUENCES + PYTHON_SEQUENCES]
+    lines = [*streamed, *sequences[:3], b"null", *degraded, json.dumps(with_lsn).encode(), *flat, *sequences[3:],
+             sequences[0]]
+    outcome, expected = assert_same_as_python(PG_PRODUCTS, lines)
+    python_only = {i for i, line in enumerate(lines) if line in sequences[len(FAST_SEQUENCES):]}
+    fast = {i for i, line in enumerate(lines[:-1]) if line in sequences[: len(FAST_SEQUENCES)]}
+    assert python_only <= set(outcome.fallback)  # (the split budget may send the last line along)
+    assert not (fast | {len(streamed) + 4, len(streamed) + 5}) & set(outcome.fallback)
+    assert expected[len(streamed) + 4].degraded
+    assert expected[len(streamed) + 5].row["_cdc_position"] == "00000000000034131104-00000000000000000000"
+    for line in sequences:
+        assert_same_as_python(PG_PRODUCTS, [line])
 
 
 def test_parser_mode_from_the_environment(monkeypatch):
