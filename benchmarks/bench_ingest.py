@@ -8,6 +8,12 @@ Prints medians of several runs:
   path, and ``python``, the pure-Python parser it falls back to), in the same JVM;
 * the same files through plain Spark ``readStream.json -> writeStream.parquet``
   (availableNow) and the ratio ingest time / plain time;
+* with ``--avro``: the same events from an Avro landing, and the ratio Avro / JSON landing;
+* with ``--kafka``: the same events from Kafka (``ingest --kafka-bootstrap --once``: Spark's
+  Kafka source, from the earliest offsets), and the ratio Kafka source / JSON landing. One
+  KRaft broker (``lakehouse.services.kafka``, its own home under the work directory, stopped
+  by PID at the end) is filled once from the JSON landing (``simulator.kafka_producer``, the
+  records in their topics and partitions in offset order) before the timed runs;
 * freshness in continuous mode (``--trigger 1``): a file landed -> its event visible in
   ``bronze.sale`` through the Thrift server, p50/p95 (needs a running Thrift server:
   ``lakehouse thrift start``; skipped otherwise).
@@ -17,13 +23,14 @@ change of load on a shared machine affects all of them alike; the first run of e
 the cold one and is left out of the warm median.
 
 Usage: ``python benchmarks/bench_ingest.py [--scale 1.0] [--changes 20000] [--runs 3]
-[--format envelope] [--parsers fast,python] [--spark-reads] [--serial-writes] [--avro] [--freshness-samples 20]
-[--work DIR]``
+[--format envelope] [--parsers fast,python] [--spark-reads] [--serial-writes] [--avro] [--kafka]
+[--freshness-samples 20] [--work DIR]``
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -40,10 +47,14 @@ from ingestion.cdc.landing import landing_file_name
 from ingestion.stream import IngestOptions, run_ingest
 from ingestion.stream.fast_parse import PARSER_ENV, PARSER_MODES
 from lakehouse.config import load_settings
+from lakehouse.services import kafka
+from simulator.kafka_producer import landed_files, produce_landing
 from simulator.simulation import SimulationOptions, run_simulation
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from process_tree import PeakMemory  # noqa: E402 - benchmarks/ is not a package
+
+KAFKA_VARIANT = "fast, Kafka source"
 
 
 def landed_lines(landing: Path) -> int:
@@ -51,20 +62,24 @@ def landed_lines(landing: Path) -> int:
 
 
 def ingest_once(spark, landing: Path, work: Path, parser: str, spark_reads: bool = False,
-                serial_writes: bool = False) -> tuple[float, int, str]:
+                serial_writes: bool = False, kafka_bootstrap: str | None = None,
+                topics: tuple[str, ...] | None = None) -> tuple[float, int, str]:
     """One ``ingest --once`` into a fresh lake with ``parser`` (the driver reads the variable per batch).
 
     ``spark_reads``: the landed files go through Spark's binaryFile reader (content column,
     Spark's default split), as before the parse workers read local files themselves.
     ``serial_writes``: the batch's Hudi writes run one table after another (one writer
     thread) instead of ``WRITE_THREADS`` concurrent Spark jobs.
+    ``kafka_bootstrap``: read ``topics`` from this broker instead of the landing zone
+    (``ingest --kafka-bootstrap --once``; fresh checkpoints: from the earliest offsets).
     """
     from ingestion.stream import batch as batch_module
 
     if work.exists():
         shutil.rmtree(work)
     options = IngestOptions(landing=str(landing), lake=str(work / "lake"), checkpoints_root=work / "checkpoints",
-                            once=True, sync=False)
+                            once=True, sync=False, kafka_bootstrap=kafka_bootstrap, topics=topics,
+                            starting_offsets="earliest")
     previous = os.environ.get(PARSER_ENV)
     os.environ[PARSER_ENV] = parser
     reads_in_workers = batch_module.reads_in_workers
@@ -88,6 +103,27 @@ def ingest_once(spark, landing: Path, work: Path, parser: str, spark_reads: bool
     phases = (f"{len(summary.reports)} batch(es): parse+collect {sum(r.parse_seconds for r in summary.reports):.1f}s, "
               f"write {sum(r.write_seconds for r in summary.reports):.1f}s")
     return elapsed, sum(summary.events.values()) + summary.bad_events, phases
+
+
+def start_broker(home: Path) -> kafka.BrokerConfig:
+    """One KRaft broker of its own (``home``, a free port on 127.0.0.1), as the tests' ``kafka_broker``.
+
+    The caller stops it by PID (``kafka.stop``) in a ``finally``; a start that fails stops what it
+    started (a broker may be running without answering) before raising.
+    """
+    config = kafka.broker_config(dataclasses.replace(load_settings(), home=home), kafka.free_port())
+    try:
+        try:
+            kafka.start(config)
+        except kafka.KafkaError as exc:  # e.g. another process took the free port first: once more, on another
+            print(f"the benchmark's broker did not start ({exc}); trying another port", flush=True)
+            kafka.stop(config)
+            config = kafka.broker_config(config.settings, kafka.free_port())
+            kafka.start(config)
+    except BaseException:
+        kafka.stop(config)
+        raise
+    return config
 
 
 def plain_spark(spark, landing: Path, work: Path, schema) -> float:
@@ -188,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--avro", action="store_true",
                         help="also ingest the same events from an Avro landing (the S3 sink's AvroFormat) and print "
                              "the ratio Avro / JSON")
+    parser.add_argument("--kafka", action="store_true",
+                        help="also ingest the same events from Kafka (a KRaft broker started for the benchmark, "
+                             "filled once from the JSON landing) and print the ratio Kafka source / JSON")
     parser.add_argument("--freshness-samples", type=int, default=20)
     parser.add_argument("--driver-memory", help="spark.driver.memory of the benchmark's session "
                         "(default: the project's, ingestion/spark.py)")
@@ -199,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
 
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="bench-ingest-"))
     landing = work / "landing"
+    broker: kafka.BrokerConfig | None = None
+    broker_pids: list[int] = []
+    kafka_topics: tuple[str, ...] = ()
     try:
         if not (landing / "topics").is_dir():
             run_simulation(SimulationOptions(landing=str(landing), scale=args.scale, changes=args.changes,
@@ -210,9 +252,25 @@ def main(argv: list[str] | None = None) -> int:
             run_simulation(SimulationOptions(landing=str(avro_landing), scale=args.scale, changes=args.changes,
                                              format=args.format, start_time=dt.datetime(2026, 1, 1),
                                              file_format="avro"))
+        kafka_produced: dict[str, float] = {}
+        if args.kafka:  # before the JVM: neither the broker's start nor producing is timed with the runs
+            broker = start_broker(work / "kafka-home")
+            state = kafka.status(broker)
+            broker_pids = [state.pid] if state.pid else []
+            print(f"{state.describe()} (home {broker.home})", flush=True)
+            kafka_topics = tuple(sorted({topic for topic, _ in landed_files(str(landing))}))
+            started = time.perf_counter()
+            produced = produce_landing(str(landing), state.bootstrap)
+            produce_seconds = time.perf_counter() - started
+            print(f"kafka produce (not timed with the runs): {produced.records} records "
+                  f"({produced.tombstones} tombstones, {produced.skipped} already there) to {len(kafka_topics)} "
+                  f"topics in {produce_seconds:.1f}s = {produced.records / max(produce_seconds, 1e-9):,.0f} "
+                  "records/s", flush=True)
+            kafka_produced = {"records": produced.records + produced.skipped, "seconds": round(produce_seconds, 1)}
 
-        # peak resident memory of this process tree (the driver JVM and the Python workers included)
-        peak_memory = PeakMemory().__enter__()
+        # peak resident memory of this process tree (the driver JVM and the Python workers included; the
+        # benchmark's Kafka broker left out)
+        peak_memory = PeakMemory(excluded=tuple(broker_pids)).__enter__()
         jvm_started = time.perf_counter()
         from ingestion.spark import local_spark_session
 
@@ -223,22 +281,34 @@ def main(argv: list[str] | None = None) -> int:
         jvm_seconds = time.perf_counter() - jvm_started
         schema = None
 
-        variants = [(name, name, False, False, landing) for name in parsers]
+        variants: list[tuple[str, str, bool, bool, Path, str | None]] = [
+            (name, name, False, False, landing, None) for name in parsers]
         if args.spark_reads:
-            variants.append(("fast, Spark reads", "fast", True, False, landing))
+            variants.append(("fast, Spark reads", "fast", True, False, landing, None))
         if args.serial_writes:
-            variants.append(("fast, serial writes", "fast", False, True, landing))
+            variants.append(("fast, serial writes", "fast", False, True, landing, None))
         if args.avro:
-            variants.append(("fast, Avro landing", "fast", False, False, avro_landing))
+            variants.append(("fast, Avro landing", "fast", False, False, avro_landing, None))
+        if broker is not None:  # its values go through parse_kafka_value whatever LAKEHOUSE_INGEST_PARSER says
+            variants.append((KAFKA_VARIANT, "fast", False, False, landing, broker.bootstrap))
         ingest_times: dict[str, list[float]] = {label: [] for label, *_ in variants}
+        ingest_events: dict[str, list[int]] = {label: [] for label, *_ in variants}
+        kafka_mismatches = 0
         plain_times: list[float] = []
         for run in range(args.runs):
-            for index, (label, name, spark_reads, serial_writes, source) in enumerate(variants):
+            for index, (label, name, spark_reads, serial_writes, source, bootstrap) in enumerate(variants):
                 seconds, events, phases = ingest_once(spark, source, work / f"ingest-{index}-{run}", name,
-                                                      spark_reads, serial_writes)
+                                                      spark_reads, serial_writes, bootstrap,
+                                                      kafka_topics if bootstrap else None)
                 ingest_times[label].append(seconds)
+                ingest_events[label].append(events)
                 print(f"ingest run {run} ({PARSER_ENV}={label}): {seconds:.1f}s, {events} events+bad lines, "
                       f"{lines / seconds:,.0f} lines/s; {phases}", flush=True)
+            if broker is not None and ingest_events[KAFKA_VARIANT][run] != ingest_events[parsers[0]][run]:
+                kafka_mismatches += 1
+                print(f"WARNING: run {run}: the Kafka source ingested {ingest_events[KAFKA_VARIANT][run]} events+bad "
+                      f"lines, the JSON landing ({parsers[0]}) {ingest_events[parsers[0]][run]}: the counts differ",
+                      flush=True)
             if schema is None:
                 schema = spark.read.option("recursiveFileLookup", "true").json(str(landing / "topics")).schema
             seconds = plain_spark(spark, landing, work / f"plain-{run}", schema)
@@ -269,6 +339,18 @@ def main(argv: list[str] | None = None) -> int:
             json_median = summary[parsers[0]]["warm_median_seconds"]  # type: ignore[index]
             print(f"Avro landing / JSON landing ({parsers[0]}), warm medians: {avro_median:.1f}s / {json_median:.1f}s"
                   f" = {avro_median / json_median:.2f} (goal <= 1.2)")
+        if broker is not None:
+            kafka_median = summary[KAFKA_VARIANT]["warm_median_seconds"]  # type: ignore[index]
+            json_median = summary[parsers[0]]["warm_median_seconds"]  # type: ignore[index]
+            print(f"Kafka source: warm median {lines / kafka_median:,.0f} events/s; Kafka source / JSON landing "
+                  f"({parsers[0]}), warm medians: {kafka_median:.1f}s / {json_median:.1f}s = "
+                  f"{kafka_median / json_median:.2f}; events per run "
+                  + ("equal to the JSON landing's" if not kafka_mismatches
+                     else f"DIFFERENT from the JSON landing's in {kafka_mismatches} of {args.runs} runs"))
+            summary["kafka"] = {"warm_events_per_s": round(lines / kafka_median),
+                                "ratio_to_json": round(kafka_median / json_median, 2),
+                                "counts_match": not kafka_mismatches, "produced_records": kafka_produced["records"],
+                                "produce_seconds": kafka_produced["seconds"]}
         peak_memory.__exit__()
         summary["peak_pss_gb"] = round(peak_memory.peak / 2**30, 2)
         print(f"peak memory (PSS) of the process tree (this Python, the driver JVM, its Python workers): "
@@ -291,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
                   "(lakehouse thrift start)")
         spark.stop()
     finally:
+        if broker is not None:  # by the PID recorded under its own home, never by name
+            print(kafka.stop(broker), flush=True)
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
     return 0

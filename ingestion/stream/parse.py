@@ -304,19 +304,19 @@ class LineParser:
                       seq_base: dict[str, int]) -> tuple[int, str, pa.Table]:
         """(first line, table, rows): fast and Python rows of ``table`` in line order (with ``SEQ``, the
         line's position in the chunk), in the schema ``event_table`` gives."""
-        pieces = list(fast)
+        python = None
         if events:
-            python = self.event_table(table, events)
             # a Python row's line: its Kafka offset minus its file's start offset, plus the file's base
             base = {name: seq_base[name] - parse_landing_path(name).start_offset
                     for name in {e.row["_cdc_landing_file"] for e in events}}
-            seq = [base[e.row["_cdc_landing_file"]] + e.row["_cdc_kafka_offset"] for e in events]
-            python = python.append_column(SEQ, pa.array(seq, pa.int64()))
-            pieces = [_with_columns(piece, python.schema) for piece in pieces] + [python]
-        merged = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
-        if len(pieces) > 1 and not _ascending(merged.column(SEQ)):
-            merged = merged.take(pc.sort_indices(merged.column(SEQ)))
+            python = self.seq_table(table, events, [base[e.row["_cdc_landing_file"]] + e.row["_cdc_kafka_offset"]
+                                                    for e in events])
+        merged = merge_in_line_order(fast, python)
         return merged.column(SEQ)[0].as_py(), table, merged
+
+    def seq_table(self, table: str, events: list[BronzeEvent], seq: list[int]) -> pa.Table:
+        """``event_table`` of Python-parsed rows plus ``SEQ``: each row's line in the chunk."""
+        return self.event_table(table, events).append_column(SEQ, pa.array(seq, pa.int64()))
 
     def chunk_batch(self, file_bytes: dict[str, int], tables: dict[str, pa.Table], dead: list[DeadLetter],
                     tombstones: int) -> pa.RecordBatch:
@@ -354,6 +354,18 @@ class LineParser:
              pa.array(details, pa.string()), pa.array(payloads, pa.binary())],
             schema=CHUNKS_SCHEMA,
         )
+
+
+def merge_in_line_order(fast: list[pa.Table], python: pa.Table | None) -> pa.Table:
+    """The rows of one table from the fast path (``fast``) and the Python parser (``python``),
+    each with ``SEQ``, in ``SEQ`` order; the Python rows' schema (with their drift columns) wins."""
+    pieces = list(fast)
+    if python is not None:
+        pieces = [_with_columns(piece, python.schema) for piece in pieces] + [python]
+    merged = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+    if len(pieces) > 1 and not _ascending(merged.column(SEQ)):
+        merged = merged.take(pc.sort_indices(merged.column(SEQ)))
+    return merged
 
 
 def _with_columns(table: pa.Table, schema: pa.Schema) -> pa.Table:
