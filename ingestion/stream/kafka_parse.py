@@ -13,9 +13,9 @@ topic partition (``kafka:<topic>/<partition>``).
 **Fast path** (``LAKEHOUSE_INGEST_PARSER=fast``, the default): a run of JSON values of one
 topic partition at consecutive offsets is what a landing file is (line ``i`` at offset
 ``start + i``), so it goes through the landing files' vectorized parser
-(``ingestion.stream.fast_parse``); the values that parser cannot prove valid, and every
-other record (tombstones, wire-format Avro, a value holding a raw newline, a topic without
-a contract), go through ``parse_kafka_value`` one by one. The rows of both are merged back
+(``ingestion.stream.fast_parse``; a tombstone is its ``null`` line); the values that
+parser cannot prove valid, and every other record (wire-format Avro, a value holding a raw
+newline, a topic without a contract), go through ``parse_kafka_value`` one by one. The rows of both are merged back
 into record order, so the output is the one of the Python path.
 """
 
@@ -105,10 +105,10 @@ def _chunk(parser: LineParser, registry: SchemaRegistryClient | None, records: l
 
 
 def _fast_candidate(record: Record, parser: LineParser) -> bool:
-    """A JSON value of a contract's topic that can stand for a landed line (no raw newline in it)."""
+    """A record of a contract's topic that can stand for a landed line: a JSON value without a raw
+    newline, or a tombstone (the landing zone's ``null`` line)."""
     topic, _, _, value = record
-    return (value is not None and wire_schema_id(value) is None and b"\n" not in value
-            and topic in parser.fast)
+    return topic in parser.fast and (value is None or (wire_schema_id(value) is None and b"\n" not in value))
 
 
 def _json_runs(records: list[Record], parser: LineParser) -> Iterator[tuple[int, int]]:
@@ -132,7 +132,7 @@ def _parse_run(parser: LineParser, records: list[Record], start: int, end: int, 
     """Parse records ``start..end-1`` (one partition, consecutive offsets) as one landed file through the
     fast path; the record indexes it leaves to the Python parser."""
     topic, partition, offset, _ = records[start]
-    lines = [value for _, _, _, value in records[start:end] if value is not None]  # runs hold no tombstones
+    lines = [b"null" if value is None else value for _, _, _, value in records[start:end]]
     outcome = parser.fast[topic].parse(lines, b"\n".join(lines) + b"\n",
                                        delivery_for(topic, partition, offset, kafka_source_name(topic, partition)))
     parsed.tombstones += outcome.tombstones
