@@ -132,7 +132,7 @@ def wait_for_snapshots(settings: Settings, bootstrap: str, timeout: float = 300.
             if time.monotonic() > deadline:
                 raise connect.ConnectError(f"the initial snapshots of {sorted(pending)} did not finish within "
                                            f"{timeout:.0f}s", f"see {connect.log_file(settings)}")
-            _check_tasks(settings)
+            connect.check_not_failed(settings)
             for system, topics in list(pending.items()):
                 for topic in topics:
                     start = positions.get(topic, 0)
@@ -153,15 +153,6 @@ def wait_for_snapshots(settings: Settings, bootstrap: str, timeout: float = 300.
         consumer.close()
 
 
-def _check_tasks(settings: Settings) -> None:
-    for name, state in connect.connector_states(settings).items():
-        for task in state.get("tasks", []):
-            if task.get("state") == "FAILED":
-                first = str(task.get("trace", "")).strip().splitlines()[:1]
-                raise connect.ConnectError(f"connector {name} failed: {' '.join(first)}",
-                                           f"see {connect.log_file(settings)}")
-
-
 def wait_settled(settings: Settings, bootstrap: str | None = None, quiet: float = 3.0, timeout: float = 120.0) -> None:
     """Wait until the connectors' topics stop growing for ``quiet`` seconds (the last changes sent).
     ``bootstrap``: the broker (default: the one ``start`` used)."""
@@ -172,7 +163,7 @@ def wait_settled(settings: Settings, bootstrap: str | None = None, quiet: float 
     deadline = time.monotonic() + timeout
     last, since = None, time.monotonic()
     while time.monotonic() < deadline:
-        _check_tasks(settings)
+        connect.check_not_failed(settings)
         marks = watermarks(bootstrap, topics, 10.0)
         if marks != last:
             last, since = marks, time.monotonic()

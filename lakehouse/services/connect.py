@@ -213,19 +213,25 @@ def wait_running(settings: Settings, names: list[str], timeout: float,
             registry.unregister(settings, SERVICE)
             raise ConnectError(f"Kafka Connect exited with code {proc.returncode} while starting; last log lines:\n"
                                + tail(log_file(settings), 30), f"full log: {log_file(settings)}")
-        states = connector_states(settings)
-        for name in names:
-            state = states.get(name, {})
-            for part in [state.get("connector", {}), *state.get("tasks", [])]:
-                if part.get("state") == "FAILED":
-                    trace = str(part.get("trace", "")).strip().splitlines()
-                    raise ConnectError(f"connector {name} failed: {' '.join(trace[:3])}",
-                                       f"full log: {log_file(settings)}")
+        states = check_not_failed(settings, names)
         if names and all(_running(states.get(name, {})) for name in names):
             return
         time.sleep(0.5)
     raise ConnectError(f"the connectors {names} were not running within {timeout:.0f}s; last log lines:\n"
                        + tail(log_file(settings), 30), f"full log: {log_file(settings)}")
+
+
+def check_not_failed(settings: Settings, names: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """The connectors' states (``connector_states``); a FAILED connector or task among ``names``
+    (default: every connector) is a ``ConnectError`` with the first lines of its trace."""
+    states = connector_states(settings)
+    for name in states if names is None else names:
+        state = states.get(name, {})
+        for part in [state.get("connector", {}), *state.get("tasks", [])]:
+            if part.get("state") == "FAILED":
+                trace = str(part.get("trace", "")).strip().splitlines()
+                raise ConnectError(f"connector {name} failed: {' '.join(trace[:3])}", f"full log: {log_file(settings)}")
+    return states
 
 
 def _running(state: dict[str, Any]) -> bool:
