@@ -12,12 +12,26 @@
   state's watermark (cdc_state_watermark), keeps the latest of each key among them,
   and merges those into the state. A full refresh dedupes the whole change log.
 
-  staging       the staging relation (ref) holding the change events
-  primary_key   list of primary-key columns of the entity
-  columns       list of entity columns to keep (in order)
+  Unchanged TOASTed values: a PostgreSQL UPDATE that leaves a large (TOASTed) value alone
+  does not send it when the table's REPLICA IDENTITY is not FULL; Debezium puts its
+  placeholder there (var `debezium_unavailable_value`). For each of `toastable_columns`
+  the state keeps the key's last value that was not the placeholder: from this run's
+  events, else the stored state row, else null. The placeholder never reaches silver.
+
+  staging            the staging relation (ref) holding the change events
+  primary_key        list of primary-key columns of the entity
+  columns            list of entity columns to keep (in order)
+  toastable_columns  entity columns Debezium may send as its placeholder (PostgreSQL
+                     string columns); default none
 -#}
-{% macro cdc_state(staging, primary_key, columns) -%}
+{% macro cdc_state(staging, primary_key, columns, toastable_columns=[]) -%}
 {%- set state_columns = columns + cdc_state_metadata_columns() -%}
+{%- set order_by = ['cdc_order desc', 'cdc_position desc', 'bronze_commit_time desc'] -%}
+{%- set placeholder = var('debezium_unavailable_value') -%}
+{%- set known_columns = [] -%}
+{%- for column in toastable_columns -%}
+    {%- do known_columns.append(column ~ '__known') -%}
+{%- endfor -%}
 with
 
 changes as (
@@ -39,20 +53,57 @@ changes as (
 
 ),
 
+{%- if toastable_columns %}
+
+known_values as (
+
+    select
+        *,
+        {%- for column in toastable_columns %}
+        {#- the newest value that is not the placeholder, from this row back (a struct, so a
+            real null counts as a value and only the placeholder is skipped) #}
+        first_value(
+            case when {{ column }} = '{{ placeholder }}' then null else named_struct('value', {{ column }}) end,
+            true
+        ) over (
+            partition by state_key
+            order by {{ order_by | join(', ') }}
+            rows between current row and unbounded following
+        ) as {{ column }}__known{{ ',' if not loop.last }}
+        {%- endfor %}
+    from changes
+
+),
+{%- endif %}
+
 latest as (
 
     {{ dedupe(
-        'changes',
+        'known_values' if toastable_columns else 'changes',
         partition_by=['state_key'],
-        order_by=['cdc_order desc', 'cdc_position desc', 'bronze_commit_time desc'],
-        columns=state_columns,
+        order_by=order_by,
+        columns=state_columns + known_columns,
     ) | indent(4) }}
 
 )
 
 select
-    {{ state_columns | join(',\n    ') }}
+    {%- for column in state_columns %}
+    {%- if column in toastable_columns %}
+    case
+        when latest.{{ column }}__known is not null then latest.{{ column }}__known.value
+        {%- if is_incremental() %}
+        else stored.{{ column }}
+        {%- endif %}
+    end as {{ column }}{{ ',' if not loop.last }}
+    {%- else %}
+    latest.{{ column }}{{ ',' if not loop.last }}
+    {%- endif %}
+    {%- endfor %}
 from latest
+{%- if toastable_columns and is_incremental() %}
+left join {{ this }} as stored on latest.state_key = stored.state_key
+{%- endif %}
 {%- endmacro %}
 
 

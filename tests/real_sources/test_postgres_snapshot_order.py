@@ -19,35 +19,18 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from lakehouse import real_sources
-from lakehouse.services import connect, databases
+from lakehouse.services import connect
 from simulator import live, tickit
-from tests.conftest import settings_for
 from tests.dbt_project.silver_oracle import differences, oracle_rows, silver_rows
 
 pytestmark = pytest.mark.slow
 LAKEHOUSE = str(Path(sys.executable).parent / "lakehouse")
-
-
-@pytest.fixture
-def postgres_home(thrift_server, kafka_broker, tmp_path: Path) -> Iterator[tuple]:
-    from tests.kafka.helpers import fresh_topics
-
-    for schema in ("bronze", "staging", "silver", "gold", "seeds", "snapshots"):
-        thrift_server.sql(f"drop schema if exists {schema} cascade")
-    fresh_topics(kafka_broker.bootstrap)
-    settings = settings_for(tmp_path / "home", thrift_server.port)
-    try:
-        yield settings, databases.start_postgres(settings)
-    finally:
-        print(connect.stop(settings), databases.stop(settings, "postgres"))
-        databases.discard(settings)
 
 
 def _venue_events(bootstrap: str, venueid: int) -> list[tuple[int, dict]]:

@@ -1,9 +1,15 @@
-{#- Latest change event per key, tombstones and latest truncate kept (see cdc_state). -#}
+{#- Latest change event per key, tombstones and latest truncate kept (see cdc_state); the
+    PostgreSQL string columns may arrive as Debezium's unchanged-TOAST placeholder. -#}
 {{ cdc_state(
     ref('stg_ems__categories'),
     primary_key=['category_id'],
     columns=[
         'category_id',
+        'category_group',
+        'category_name',
+        'category_description',
+    ],
+    toastable_columns=[
         'category_group',
         'category_name',
         'category_description',

@@ -1,4 +1,5 @@
-{#- Latest change event per key, tombstones and latest truncate kept (see cdc_state). -#}
+{#- Latest change event per key, tombstones and latest truncate kept (see cdc_state); the
+    PostgreSQL string columns may arrive as Debezium's unchanged-TOAST placeholder. -#}
 {{ cdc_state(
     ref('stg_ems__events'),
     primary_key=['event_id'],
@@ -9,5 +10,8 @@
         'date_id',
         'event_name',
         'start_time',
+    ],
+    toastable_columns=[
+        'event_name',
     ],
 ) }}

@@ -1,4 +1,5 @@
-{#- Latest change event per key, tombstones and latest truncate kept (see cdc_state). -#}
+{#- Latest change event per key, tombstones and latest truncate kept (see cdc_state); the
+    PostgreSQL string columns may arrive as Debezium's unchanged-TOAST placeholder. -#}
 {{ cdc_state(
     ref('stg_ems__venues'),
     primary_key=['venue_id'],
@@ -8,5 +9,10 @@
         'venue_city',
         'venue_state',
         'venue_seats',
+    ],
+    toastable_columns=[
+        'venue_name',
+        'venue_city',
+        'venue_state',
     ],
 ) }}
