@@ -145,6 +145,47 @@ def topic_lag(bootstrap: str, topics: list[str], query_checkpoint: Path, timeout
     return lags
 
 
+def last_keyed_record(bootstrap: str, topic: str, timeout: float = 10.0,
+                      window: int = 200) -> tuple[bytes, bytes] | None:
+    """The (key, value) of the newest record of ``topic`` (by timestamp, over its partitions) that has
+    both; each partition is read from its last ``window`` records, the window doubling until one is
+    found or the partition's start is reached."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lakehouse-contracts", "log_level": 0,
+                         "enable.auto.commit": False})
+    newest: tuple[int, bytes, bytes] | None = None
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            return None
+        for partition in sorted(metadata.partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+            size, found = window, None
+            while found is None:
+                start = max(low, high - size)
+                consumer.assign([TopicPartition(topic, partition, start)])
+                read = start
+                while read < high:
+                    batch = consumer.consume(500, timeout=timeout)
+                    if not batch:
+                        break
+                    for message in batch:
+                        offset = message.offset()
+                        read = offset + 1 if offset is not None else high
+                        key, value = message.key(), message.value()
+                        if not message.error() and key and value:
+                            found = (message.timestamp()[1], key, value)
+                if start == low:
+                    break
+                size *= 2
+            if found is not None and (newest is None or found[0] >= newest[0]):
+                newest = found
+    finally:
+        consumer.close()
+    return None if newest is None else (newest[1], newest[2])
+
+
 def first_keyed_record(bootstrap: str, topic: str, timeout: float = 10.0) -> tuple[bytes, bytes] | None:
     """The (key, value) of the earliest record of ``topic`` that has both (tombstones and truncates skipped)."""
     from confluent_kafka import Consumer, TopicPartition

@@ -1,4 +1,5 @@
-"""``lakehouse contracts generate``: a table contracts file from Debezium's own schemas."""
+"""``lakehouse contracts generate|diff``: a contracts file from Debezium's own schemas, and what the
+events carry that the contracts do not."""
 
 from __future__ import annotations
 
@@ -7,40 +8,49 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ingestion.cdc.contract_diff import contract_differences
 from ingestion.cdc.contract_generator import GeneratedTable, render_contracts, table_from_event
-from ingestion.cdc.contracts import ContractError
+from ingestion.cdc.contracts import ContractError, TableContract, load_contracts, topic_map
 from lakehouse.cli._common import CliError, UsageError
 
 
-def _event_from_file(path: Path) -> dict[str, Any]:
-    """The first event of a file: one JSON document, or JSON lines (a landing file)."""
+def _event_from_file(path: Path, newest: bool = False) -> dict[str, Any]:
+    """The first (``newest``: the last) event of a file: one JSON document, or JSON lines (a landing file)."""
     text = path.read_text()
     try:
         return dict(json.loads(text))
     except ValueError:
-        for line in text.splitlines():
+        lines = text.splitlines()
+        for line in reversed(lines) if newest else lines:
             if line.strip() and line.strip() != "null":
                 return dict(json.loads(line))
     raise CliError(f"{path}: no event in the file")
 
 
-def _from_files(args: argparse.Namespace) -> list[GeneratedTable]:
+def _from_files(args: argparse.Namespace, newest: bool = False,
+                keys: dict[str, TableContract] | None = None) -> list[GeneratedTable]:
+    """One table per event file; ``keys``: contracts by table name, whose key a file without
+    ``--primary-key`` takes."""
     primary_key = [c.strip() for c in (args.primary_key or "").split(",") if c.strip()]
     tables = []
     for name in args.from_event:
         try:
-            tables.append(table_from_event(_event_from_file(Path(name)), primary_key=primary_key))
+            event = _event_from_file(Path(name), newest)
+            table = str(((event.get("payload") or {}).get("source") or {}).get("table"))
+            known = keys.get(table) if keys is not None else None
+            pk = primary_key or (list(known.primary_key) if known is not None else [])
+            tables.append(table_from_event(event, primary_key=pk))
         except (OSError, ValueError) as exc:
             raise CliError(f"{name}: {exc}", "give a Debezium event written with schemas.enable=true") from exc
     return tables
 
 
-def _from_kafka(args: argparse.Namespace) -> list[GeneratedTable]:
-    from ingestion.sources.kafka import first_keyed_record
+def _from_kafka(args: argparse.Namespace, newest: bool = False) -> list[GeneratedTable]:
+    from ingestion.sources.kafka import first_keyed_record, last_keyed_record
 
     tables = []
     for topic in [t.strip() for t in args.topics.split(",") if t.strip()]:
-        record = first_keyed_record(args.kafka_bootstrap, topic)
+        record = (last_keyed_record if newest else first_keyed_record)(args.kafka_bootstrap, topic)
         if record is None:
             raise CliError(f"topic {topic} on {args.kafka_bootstrap}: no record with a key and a value",
                            "is the connector running and has it sent its snapshot?")
@@ -71,6 +81,40 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _diff(args: argparse.Namespace) -> int:
+    if bool(args.from_event) == bool(args.kafka_bootstrap):
+        raise UsageError("give either --from-event FILE... or --kafka-bootstrap HOST:PORT [--topics T1,T2]")
+    by_topic = topic_map()
+    if args.kafka_bootstrap:
+        from ingestion.sources.kafka import KafkaUnavailable, watermarks
+
+        if not args.topics:  # every contract topic the broker holds records of
+            try:
+                marks = watermarks(args.kafka_bootstrap, list(by_topic))
+            except KafkaUnavailable as exc:
+                raise CliError(str(exc), "is the broker running? (lakehouse kafka status)") from exc
+            args.topics = ",".join(t for t, parts in marks.items() if any(high > low for low, high in parts.values()))
+            if not args.topics:
+                raise CliError(f"no topic of the contracts on {args.kafka_bootstrap}")
+        tables = _from_kafka(args, newest=True)
+    else:
+        tables = _from_files(args, newest=True, keys=load_contracts())
+    differing = 0
+    for table in tables:
+        contract = by_topic.get(table.topic) or load_contracts().get(table.name)
+        if contract is None:
+            print(f"{table.topic}: no contract (a new table: `lakehouse contracts generate`)")
+            differing += 1
+            continue
+        differences = contract_differences(contract, table)
+        print(f"{contract.name} ({table.topic}): " + ("as the contract says" if not differences
+                                                      else f"{len(differences)} difference(s)"))
+        for difference in differences:
+            print(f"  {difference.line()}")
+        differing += bool(differences)
+    return 1 if differing else 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("contracts", help="table contracts (ingestion/cdc/contracts/*.yml)")
     sub = parser.add_subparsers(dest="contracts_command", metavar="ACTION", required=True)
@@ -83,3 +127,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     generate.add_argument("--topics", metavar="T1,T2", help="topics to read with --kafka-bootstrap")
     generate.add_argument("--output", metavar="FILE", help="write here instead of standard output")
     generate.set_defaults(func=_generate)
+    diff = sub.add_parser("diff", help="what the newest events carry that the contracts do not (exit 1 if anything)")
+    diff.add_argument("--kafka-bootstrap", metavar="HOST:PORT",
+                      help="read each topic's newest keyed record (schemas.enable=true)")
+    diff.add_argument("--topics", metavar="T1,T2", help="topics to read (default: every contract topic the broker has)")
+    diff.add_argument("--from-event", nargs="+", metavar="FILE",
+                      help="event files (the last event of each; the key is the contract's unless --primary-key)")
+    diff.add_argument("--primary-key", metavar="COLS", help="key columns for --from-event")
+    diff.set_defaults(func=_diff)

@@ -133,6 +133,15 @@ def test_real_debezium_changes_reach_silver_equal_to_the_source_tables(real_home
         stored = [r for r in hudi_rows(Path(settings.lake) / "bronze" / name) if r["_cdc_op"] != "t"]
         assert len(stored) == distinct[contract.topics[0]], name
 
+    # the column added at the source is what `contracts diff` reports, and nothing else
+    topics = ",".join(sorted(t for c in contracts.values() for t in c.topics))
+    done = subprocess.run([LAKEHOUSE, "contracts", "diff", "--kafka-bootstrap", bootstrap, "--topics", topics],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    reported = [line for line in done.stdout.splitlines() if not line.endswith("as the contract says")]
+    assert reported == ["venue (tickit.ems.venue): 1 difference(s)",
+                        "  + venuephone string  (in the events, not in the contract)"], done.stdout
+
     done = subprocess.run([LAKEHOUSE, "dbt", "build"], env=env, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
