@@ -169,6 +169,8 @@ class Simulation:
         self.seed = options.seed
         self.rng = random.Random(f"tickit-sim:{self.seed}:{self.run}:data")
         self.shape_rng = random.Random(f"tickit-sim:{self.seed}:{self.run}:shape")
+        #: the partitions of null-key records (truncates): Kafka's default partitioner spreads them
+        self.null_key_rng = random.Random(f"tickit-sim:{self.seed}:{self.run}:null-key")
         self.logs: dict[str, SourceLog] = {
             name: cls(state.get("logs", {}).get(name)) for name, cls in LOG_CLASSES.items()
         }
@@ -288,8 +290,8 @@ class Simulation:
         return ENVELOPE if pick < 0.45 else FLATTENED if pick < 0.9 else WRAPPED
 
     def _partition(self, table: str, key: Any) -> int:
-        if key is None:
-            return 0
+        if key is None:  # a truncate: no key, so any partition (no order against the table's row events)
+            return self.null_key_rng.randrange(self.options.partitions)
         return zlib.crc32(f'{{"{PRIMARY_KEYS[table]}":{key}}}'.encode()) % self.options.partitions
 
     def emit(
