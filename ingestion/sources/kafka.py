@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,71 +146,66 @@ def topic_lag(bootstrap: str, topics: list[str], query_checkpoint: Path, timeout
     return lags
 
 
-def last_keyed_record(bootstrap: str, topic: str, timeout: float = 10.0,
-                      window: int = 200) -> tuple[bytes, bytes] | None:
-    """The (key, value) of the newest record of ``topic`` (by timestamp, over its partitions) that has
-    both; each partition is read from its last ``window`` records, the window doubling until one is
-    found or the partition's start is reached."""
+def _keyed_records(consumer, topic: str, partition: int, start: int, high: int,
+                   timeout: float) -> Iterator[tuple[int, bytes, bytes]]:
+    """(timestamp, key, value) of the records of one partition from ``start`` to ``high`` that have
+    both a key and a value (tombstones and truncates skipped), in offset order."""
+    from confluent_kafka import TopicPartition
+
+    consumer.assign([TopicPartition(topic, partition, start)])
+    read = start
+    while read < high:
+        batch = consumer.consume(500, timeout=timeout)
+        if not batch:
+            return
+        for message in batch:
+            offset = message.offset()
+            read = offset + 1 if offset is not None else high
+            key, value = message.key(), message.value()
+            if not message.error() and key and value:
+                yield message.timestamp()[1], key, value
+
+
+def _keyed_record(bootstrap: str, topic: str, timeout: float, newest: bool,
+                  window: int = 200) -> tuple[bytes, bytes] | None:
+    """The (key, value) of the earliest (``newest``: latest by timestamp over the partitions) record of
+    ``topic`` that has both. For the newest, each partition is read from its last ``window`` records,
+    the window doubling until one is found or the partition's start is reached."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lakehouse-contracts", "log_level": 0,
                          "enable.auto.commit": False})
-    newest: tuple[int, bytes, bytes] | None = None
+    best: tuple[int, bytes, bytes] | None = None
     try:
         metadata = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
         if metadata is None or metadata.error is not None:
             return None
         for partition in sorted(metadata.partitions):
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+            if not newest:
+                for _, key, value in _keyed_records(consumer, topic, partition, low, high, timeout):
+                    return key, value
+                continue
             size, found = window, None
             while found is None:
                 start = max(low, high - size)
-                consumer.assign([TopicPartition(topic, partition, start)])
-                read = start
-                while read < high:
-                    batch = consumer.consume(500, timeout=timeout)
-                    if not batch:
-                        break
-                    for message in batch:
-                        offset = message.offset()
-                        read = offset + 1 if offset is not None else high
-                        key, value = message.key(), message.value()
-                        if not message.error() and key and value:
-                            found = (message.timestamp()[1], key, value)
+                records = list(_keyed_records(consumer, topic, partition, start, high, timeout))
+                found = records[-1] if records else None
                 if start == low:
                     break
                 size *= 2
-            if found is not None and (newest is None or found[0] >= newest[0]):
-                newest = found
+            if found is not None and (best is None or found[0] >= best[0]):
+                best = found
     finally:
         consumer.close()
-    return None if newest is None else (newest[1], newest[2])
+    return None if best is None else (best[1], best[2])
+
+
+def last_keyed_record(bootstrap: str, topic: str, timeout: float = 10.0) -> tuple[bytes, bytes] | None:
+    """The (key, value) of the newest record of ``topic`` (by timestamp) that has both."""
+    return _keyed_record(bootstrap, topic, timeout, newest=True)
 
 
 def first_keyed_record(bootstrap: str, topic: str, timeout: float = 10.0) -> tuple[bytes, bytes] | None:
     """The (key, value) of the earliest record of ``topic`` that has both (tombstones and truncates skipped)."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lakehouse-contracts", "log_level": 0,
-                         "enable.auto.commit": False})
-    try:
-        metadata = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
-        if metadata is None or metadata.error is not None:
-            return None
-        for partition in sorted(metadata.partitions):
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
-            consumer.assign([TopicPartition(topic, partition, low)])
-            read = low
-            while read < high:
-                batch = consumer.consume(100, timeout=timeout)
-                if not batch:
-                    break
-                for message in batch:
-                    offset = message.offset()
-                    read = offset + 1 if offset is not None else high
-                    key, value = message.key(), message.value()
-                    if not message.error() and key and value:
-                        return key, value
-    finally:
-        consumer.close()
-    return None
+    return _keyed_record(bootstrap, topic, timeout, newest=False)
