@@ -12,6 +12,7 @@ that PID after checking it is this home's broker.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import socket
@@ -190,17 +191,25 @@ def status(settings: BrokerConfig) -> BrokerStatus:
                         log_file(settings))
 
 
+def new_cluster_id() -> str:
+    """A Kafka cluster id as ``Uuid.randomUuid`` makes one: 16 random bytes, URL-safe base64
+    without padding, never starting with "-" (Kafka's tools would read such an id as an option)."""
+    while True:
+        candidate = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not candidate.startswith("-"):
+            return candidate
+
+
 def _format_storage(settings: BrokerConfig, config: Path) -> None:
     """Format the log directory once (KRaft needs a cluster id and a meta.properties)."""
     if (kafka_dir(settings) / "data" / "meta.properties").exists():
         return
     id_file = kafka_dir(settings) / "cluster.id"
     if not id_file.exists():
-        # a Kafka cluster id: 16 random bytes, URL-safe base64 without padding (Uuid.randomUuid)
-        import base64
-
-        id_file.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=") + "\n")
-    command = _java_command(settings, STORAGE_TOOL, "format", "-t", id_file.read_text().strip(),
+        id_file.write_text(new_cluster_id() + "\n")
+    # "--cluster-id=ID", not "-t ID": an id file written by an older release may start with "-",
+    # which the tool's argument parser would take for an option
+    command = _java_command(settings, STORAGE_TOOL, "format", f"--cluster-id={id_file.read_text().strip()}",
                             "-c", str(config), "--ignore-formatted")
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)  # noqa: S603
     if done.returncode != 0:
