@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from ingestion.cdc.contracts import Column, ContractError
+from ingestion.cdc.values import FieldSchema
 
 #: Connect's primitive types, as the JsonConverter names them in a schema, and the contract type of each.
 PRIMITIVE_TYPES = {"int8": "int", "int16": "int", "int32": "int", "int64": "bigint", "float": "double",
@@ -71,6 +72,15 @@ def column_type(field: Mapping[str, Any]) -> str:
         return PRIMITIVE_TYPES[connect_type]
     raise ContractError(f"column {field.get('field')}: Connect type {connect_type}"
                         f"{f' ({name})' if name else ''} has no contract type")
+
+
+def schema_type(schema: FieldSchema) -> str | None:
+    """The contract type of a field's event schema (``FieldSchema``); None when it has none."""
+    spec = {"field": "?", "type": schema.type, "name": schema.name, "parameters": schema.parameters}
+    try:
+        return column_type(spec)
+    except (ContractError, ValueError):
+        return None
 
 
 def _row_fields(value_schema: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -8,12 +8,15 @@ are all checked against these contracts.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
+from ingestion.cdc.schema_policy import DEFAULT_POLICY, POLICIES, widens
 
 CONTRACTS_DIR = Path(__file__).with_name("contracts")
 
@@ -67,10 +70,18 @@ class TableContract:
     topics: tuple[str, ...]
     primary_key: tuple[str, ...]
     columns: tuple[Column, ...]
+    #: the schema-change policy (``ingestion.cdc.schema_policy``)
+    schema_changes: str = DEFAULT_POLICY
+    #: columns the bronze table gained beyond the contract (policy ``evolve``), in table order
+    evolved: tuple[Column, ...] = ()
 
     @property
     def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
+
+    def evolved_type(self, name: str) -> str | None:
+        """The bronze type of ``name`` when it is a column the table gained beyond the contract."""
+        return next((c.type for c in self.evolved if c.name == name), None)
 
     def column(self, name: str) -> Column:
         for col in self.columns:
@@ -80,14 +91,33 @@ class TableContract:
 
     @property
     def bronze_columns(self) -> tuple[tuple[str, str], ...]:
-        """(name, Spark SQL type) of the bronze table, source columns first."""
-        return tuple((c.name, c.type) for c in self.columns) + BRONZE_METADATA_COLUMNS
+        """(name, Spark SQL type) of the bronze table: source columns, the ``_cdc_*`` metadata, then
+        the columns the table gained beyond the contract."""
+        return (tuple((c.name, c.type) for c in self.columns) + BRONZE_METADATA_COLUMNS
+                + tuple((c.name, c.type) for c in self.evolved))
+
+    def with_bronze_schema(self, bronze: tuple[tuple[str, str], ...]) -> TableContract:
+        """This contract as the bronze table holds it (``bronze``: its columns and types): contract
+        columns the table widened take the wider type; columns beyond the contract and the
+        metadata become ``evolved``. A bronze type that is not a widening is ignored (the contract's wins)."""
+        types = dict(bronze)
+        columns = tuple(dataclasses.replace(c, type=types[c.name]) if widens(c.type, types.get(c.name, "")) else c
+                        for c in self.columns)
+        known = {*self.column_names, *(name for name, _ in BRONZE_METADATA_COLUMNS)}
+        evolved = tuple(Column(name, kind) for name, kind in bronze if name not in known)
+        return dataclasses.replace(self, columns=columns, evolved=evolved)
 
 
 def _check_identifier(value: str, where: str) -> str:
     if not isinstance(value, str) or not _IDENTIFIER.match(value):
         raise ContractError(f"{where}: {value!r} is not a valid identifier")
     return value
+
+
+def _policy(value: object, where: str) -> str:
+    if value not in POLICIES:
+        raise ContractError(f"{where}: must be one of {', '.join(POLICIES)}, got {value!r}")
+    return str(value)
 
 
 def _parse_file(path: Path) -> list[TableContract]:
@@ -97,6 +127,7 @@ def _parse_file(path: Path) -> list[TableContract]:
         raise ContractError(f"{path}: invalid YAML: {exc}") from exc
     where = path.name
     system = _check_identifier(doc.get("system"), f"{where} system")
+    default_policy = _policy(doc.get("schema_changes", DEFAULT_POLICY), f"{where} schema_changes")
     connector = doc.get("connector")
     if connector not in CONNECTORS:
         raise ContractError(f"{where}: connector must be one of {CONNECTORS}, got {connector!r}")
@@ -131,6 +162,7 @@ def _parse_file(path: Path) -> list[TableContract]:
                 topics=topics,
                 primary_key=pk,
                 columns=tuple(columns),
+                schema_changes=_policy(spec.get("schema_changes", default_policy), f"{where} {name}.schema_changes"),
             )
         )
     return contracts

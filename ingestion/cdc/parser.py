@@ -58,7 +58,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingestion.cdc.contracts import TableContract, topic_map
+from ingestion.cdc.contract_generator import schema_type
+from ingestion.cdc.contracts import BRONZE_METADATA_COLUMNS, TableContract, topic_map
 from ingestion.cdc.landing import LandingFile
 from ingestion.cdc.position import (
     POSITION_SOURCE_FIELDS,
@@ -67,6 +68,7 @@ from ingestion.cdc.position import (
     render_degraded_position,
     render_position,
 )
+from ingestion.cdc.schema_policy import EVOLVE, STRICT, TEXT, widens
 from ingestion.cdc.values import (
     FieldSchema,
     SchemaMismatch,
@@ -108,6 +110,8 @@ REASON_CODES = (
     UNSUPPORTED_FORMAT,
 )
 
+_METADATA_NAMES = frozenset(name for name, _ in BRONZE_METADATA_COLUMNS)
+
 ENVELOPE = "envelope"
 FLATTENED = "flattened"
 
@@ -121,9 +125,14 @@ class BronzeEvent:
 
     table: str
     row: dict[str, Any]
+    #: the columns the contract does not know, with their raw JSON values (schema drift)
     extra_columns: dict[str, Any] = field(default_factory=dict)
     shape: str = ENVELOPE
     degraded: bool = False
+    #: what bronze stores of ``extra_columns`` under the policy ``evolve``: decoded values...
+    added_values: dict[str, Any] = field(default_factory=dict)
+    #: ...and the bronze type of every column not of its contract type: added columns, widened ones
+    column_types: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -508,15 +517,25 @@ def _build(
 ) -> BronzeEvent:
     row: dict[str, Any] = {}
     extra: dict[str, Any] = {}
+    added: dict[str, Any] = {}
+    types: dict[str, str] = {}
     if image is None:
         row = {name: None for name in contract.column_names}
     else:
         for column in contract.columns:
-            row[column.name] = _typed(column.name, column.type, image, schemas, contract.connector)
+            row[column.name], kind = _typed(column.name, column.type, image, schemas, contract)
+            if kind != column.type:
+                types[column.name] = kind
         for key in contract.primary_key:
             if row[key] is None:
                 raise _Reject(MISSING_PK, f"primary key column {key!r} is null or absent")
         extra = {k: v for k, v in image.items() if k not in row}
+        if extra and contract.schema_changes == STRICT:
+            raise _Reject(INCOMPATIBLE_SCHEMA, f"column(s) {', '.join(sorted(extra))} not in the contract "
+                                               "(schema_changes: strict)")
+        for name in extra:
+            if _is_column_name(name):
+                added[name], types[name] = _added(name, image, schemas, contract)
     degraded = not has_position_fields(contract.connector, meta.positions)
     try:
         if degraded:
@@ -546,20 +565,59 @@ def _build(
             "_cdc_source_date": source_ts.date(),
         }
     )
-    return BronzeEvent(table=contract.name, row=row, extra_columns=extra, shape=shape, degraded=degraded)
+    return BronzeEvent(table=contract.name, row=row, extra_columns=extra, shape=shape, degraded=degraded,
+                       added_values=added, column_types=types)
 
 
 def _typed(
-    name: str, column_type: str, image: dict[str, Any], schemas: Mapping[str, FieldSchema], connector: str
-) -> Any:
+    name: str, column_type: str, image: dict[str, Any], schemas: Mapping[str, FieldSchema], contract: TableContract
+) -> tuple[Any, str]:
+    """The value of a column of known type and the type bronze stores it as: ``column_type``, or
+    the wider type the event's schema gives when the policy evolves it (``schema_policy.widens``)."""
     if name not in image:
-        return None
+        return None, column_type
     schema = schemas.get(name)
+    kind = column_type
     try:
         if schema is not None:
-            check_schema_compatible(column_type, schema)
-        return decode_value(image[name], column_type, connector, schema)
+            try:
+                check_schema_compatible(column_type, schema)
+            except SchemaMismatch:
+                wider = schema_type(schema) if contract.schema_changes == EVOLVE else None
+                if wider is None or not widens(column_type, wider):
+                    raise
+                kind = wider
+        return decode_value(image[name], kind, contract.connector, schema), kind
     except SchemaMismatch as exc:
         raise _Reject(INCOMPATIBLE_SCHEMA, f"column {name!r}: {exc}") from None
     except ValueMismatch as exc:
-        raise _Reject(TYPE_MISMATCH, f"column {name!r} ({column_type}): {exc}") from None
+        raise _Reject(TYPE_MISMATCH, f"column {name!r} ({kind}): {exc}") from None
+
+
+def _added(name: str, image: dict[str, Any], schemas: Mapping[str, FieldSchema],
+           contract: TableContract) -> tuple[Any, str]:
+    """The bronze value and type of a column the contract lacks (policy ``evolve``): the type the
+    table already gave it, else the event schema's type, else text (the value's JSON)."""
+    known = contract.evolved_type(name)
+    if known == TEXT:
+        return as_text(image[name]), TEXT
+    if known is not None:
+        return _typed(name, known, image, schemas, contract)
+    schema = schemas.get(name)
+    kind = schema_type(schema) if schema is not None else None
+    if kind is None:
+        return as_text(image[name]), TEXT
+    return _typed(name, kind, image, schemas, contract)
+
+
+def as_text(value: Any) -> str | None:
+    """A value stored in a text column: strings as they are, anything else as its JSON."""
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def _is_column_name(name: str) -> bool:
+    """Added columns become bronze columns: only plain identifiers that are not Hudi's or the metadata's."""
+    return (name.isidentifier() and name.isascii() and not name.startswith("_hoodie")
+            and name not in _METADATA_NAMES)

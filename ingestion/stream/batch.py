@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ingestion.cdc.contracts import BRONZE_ORDERING_COLUMN
+from ingestion.cdc.contracts import BRONZE_ORDERING_COLUMN, TableContract
+from ingestion.cdc.schema_policy import TEXT, common_type
 from ingestion.sources.landing import reads_in_workers
 from ingestion.stream import checkpoint as ckpt
 from ingestion.stream.bronze import (
@@ -48,6 +48,8 @@ from ingestion.stream.bronze import (
 )
 from ingestion.stream.commit import CommitOutcome, StreamMarker, table_state, write_once
 from ingestion.stream.fast_parse import parser_mode
+from ingestion.stream.hudi_tables import TimelineState
+from ingestion.stream.kafka_parse import Chunker
 from ingestion.stream.parse import (
     CHUNKS_DDL,
     DEAD,
@@ -100,6 +102,19 @@ _DELIVERY_ORDER = {
 }
 
 
+def _write_columns(base: tuple[tuple[str, str], ...], state: TimelineState,
+                   changed: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The columns to write a table in: ``base`` (its contract's), with the types and the columns the
+    table has (``state``: widened, added by earlier batches), then with what a batch adds or widens."""
+    types = dict(base)
+    for name, kind in [*state.column_types, *changed.items()]:
+        if name not in types:
+            types[name] = kind or TEXT
+        elif kind is not None:
+            types[name] = common_type(types[name], kind)
+    return tuple(types.items())
+
+
 def first_delivery(data: DataFrame, keys: list[str], order: list[str]) -> DataFrame:
     """One row per record key: the first delivery (lowest Kafka partition/offset, then file name)."""
     window = Window.partitionBy(*keys).orderBy(*(F.col(c).asc_nulls_last() for c in order))
@@ -146,7 +161,7 @@ class BatchProcessor:
     def __init__(self, landing: str, lake: str, checkpoint: Path, *, syncer: CatalogSyncer | None = None,
                  log_stream: TextIO | None = sys.stdout,
                  on_report: Callable[[BatchReport], None] | None = None,
-                 chunker: Callable[[DataFrame, dt.datetime], DataFrame] | None = None):
+                 chunker: Chunker | None = None):
         self.landing = landing
         #: the parse stage of another source (Kafka: ``kafka_chunker``); None: landed files
         self.chunker = chunker
@@ -157,6 +172,9 @@ class BatchProcessor:
         self.on_report = on_report
         self.contracts = bronze_contracts()
         self.columns = table_columns()
+        #: each table's columns as bronze holds them (contract, metadata, evolved; widened types),
+        #: read from the tables before the first batch, then kept as this writer writes them
+        self.bronze_columns: dict[str, tuple[tuple[str, str], ...]] | None = None
         self.reports: list[BatchReport] = []
 
     # -- foreachBatch entry point ---------------------------------------------------
@@ -180,13 +198,14 @@ class BatchProcessor:
     # -- the work ---------------------------------------------------------------------
     def _process(self, files: DataFrame, marker: StreamMarker, report: BatchReport) -> None:
         ingested_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        contracts = self._bronze_contracts(files.sparkSession)
         if self.chunker is not None:
             in_workers = False
-            chunks = self.chunker(files, ingested_at)
+            chunks = self.chunker(files, ingested_at, contracts)
         else:
             # the mode is read here, in the driver, so LAKEHOUSE_INGEST_PARSER of this process decides
             parse = functools.partial(parse_file_batches, landing=self.landing, ingested_at=ingested_at,
-                                      mode=parser_mode())
+                                      mode=parser_mode(), contracts=contracts)
             # a local landing zone: the workers read the files (their bytes never cross the JVM)
             in_workers = reads_in_workers(self.landing)
             chunks = files.select(*(["path"] if in_workers else ["path", "content"])).mapInArrow(parse, CHUNKS_DDL)
@@ -206,10 +225,20 @@ class BatchProcessor:
             now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
             report.max_lag_seconds = round((now - oldest).total_seconds(), 3)
 
-    def _gather(self, summary: list, report: BatchReport) -> tuple[dict[str, list[str]], dt.datetime | None]:
-        """The report's counts from the chunk details; the drift columns of every table that has rows."""
+    def _bronze_contracts(self, spark) -> dict[str, TableContract]:
+        """The contracts as the bronze tables hold them (``TableContract.with_bronze_schema``)."""
+        if self.bronze_columns is None:
+            self.bronze_columns = {
+                table: _write_columns(contract.bronze_columns, table_state(spark, table_path(self.lake, table)), {})
+                for table, contract in self.contracts.items()}
+        return {table: contract.with_bronze_schema(self.bronze_columns[table])
+                for table, contract in self.contracts.items()}
+
+    def _gather(self, summary: list, report: BatchReport) -> tuple[dict[str, dict[str, str]], dt.datetime | None]:
+        """The report's counts from the chunk details; per table that has rows, the columns its rows
+        add to bronze or hold in a wider type (name -> Spark type)."""
         file_bytes: dict[str, int] = {}
-        drift: dict[str, list[str]] = {}
+        drift: dict[str, dict[str, str]] = {}
         oldest: dt.datetime | None = None
         reasons: Counter[str] = Counter()
         for kind, table, rows, source_ts, detail in summary:
@@ -221,9 +250,10 @@ class BatchProcessor:
             if kind == TOMBSTONE:
                 report.tombstones += rows
                 continue
-            known = drift.setdefault(table, [])
+            known = drift.setdefault(table, {})
             if kind == EVENT:
-                known.extend(c for c in json.loads(detail) if c not in known)
+                for name, column_type in json.loads(detail):
+                    known[name] = common_type(known[name], column_type) if name in known else column_type
                 report.events[table] = report.events.get(table, 0) + rows
                 if source_ts is not None and source_ts.tzinfo is not None:
                     source_ts = source_ts.astimezone(dt.UTC).replace(tzinfo=None)
@@ -236,7 +266,7 @@ class BatchProcessor:
         report.dead_letters_by_reason = dict(sorted(reasons.items()))
         return drift, oldest
 
-    def _write(self, chunks: DataFrame, drift: dict[str, list[str]], marker: StreamMarker,
+    def _write(self, chunks: DataFrame, drift: dict[str, dict[str, str]], marker: StreamMarker,
                report: BatchReport) -> None:
         """One exactly-once commit per table that received rows (bronze tables and the dead letters)."""
         tables = sorted(drift, key=lambda t: (t == DEAD_LETTER_TABLE, t))
@@ -244,22 +274,22 @@ class BatchProcessor:
             outcomes = list(pool.map(lambda t: self._write_table(chunks, t, drift[t], marker), tables))
         for table, outcome in zip(tables, outcomes, strict=True):
             if drift[table]:
-                report.drift[table] = drift[table]
+                report.drift[table] = [f"{name} {kind}" for name, kind in drift[table].items()]
             self._record(outcome, report)
         report.duplicates_in_batch = sum(report.events.values()) + report.bad_events - sum(
             outcome.rows for outcome in outcomes if outcome.rows is not None)
 
-    def _write_table(self, chunks: DataFrame, table: str, drift: list[str], marker: StreamMarker) -> CommitOutcome:
-        """Write the batch's rows of ``table``. Columns added to the table by earlier batches
-        (drift) are written as nulls when this batch lacks them: Hudi reconciles a batch
-        that only lacks columns, but not one that lacks some and adds others."""
+    def _write_table(self, chunks: DataFrame, table: str, changed: dict[str, str],
+                     marker: StreamMarker) -> CommitOutcome:
+        """Write the batch's rows of ``table`` in the table's columns with what the batch adds or
+        widens (``changed``). Columns added by earlier batches are written as nulls when this
+        batch lacks them: Hudi reconciles a batch that only lacks columns, but not one that lacks
+        some and adds others. A widened column is written in its wider type, which Hudi's schema
+        evolution on write promotes the table column to (int -> long)."""
         path = table_path(self.lake, table)
         state = table_state(chunks.sparkSession, path)
-        contract = [name for name, _ in self.columns[table]]
-        earlier = state.columns_beyond(contract)
-        added = [*earlier, *(name for name in drift if name not in earlier)]
-        schema = arrow_schema(self.columns[table])
-        schema = pa.schema([*schema, *(pa.field(name, pa.string()) for name in added)])
+        columns = _write_columns(self.columns[table], state, changed)
+        schema = arrow_schema(columns)
         decode = functools.partial(decode_chunks, table=table, schema=schema)
         rows = chunks.where(F.col("table_name") == table).select("table_name", "payload").mapInArrow(
             decode, from_arrow_schema(utc_timestamps(schema)))
@@ -274,6 +304,8 @@ class BatchProcessor:
             outcome.rows = unique.count() if not outcome.skipped else None
         finally:
             unique.unpersist()
+        if self.bronze_columns is not None and table in self.bronze_columns:
+            self.bronze_columns[table] = columns
         return outcome
 
     def _record(self, outcome: CommitOutcome, report: BatchReport) -> None:

@@ -90,6 +90,18 @@ def arrow_type(spark_type: str) -> pa.DataType:
     return _ARROW_TYPES[spark_type]
 
 
+def spark_type(kind: pa.DataType) -> str:
+    """The contract (Spark SQL) type name of an Arrow type ``arrow_type`` gives."""
+    if pa.types.is_decimal(kind):
+        return f"decimal({kind.precision},{kind.scale})"
+    if pa.types.is_timestamp(kind):
+        return "timestamp"
+    for name, arrow in _ARROW_TYPES.items():
+        if arrow == kind:
+            return name
+    raise ValueError(f"no contract type for Arrow type {kind}")
+
+
 def arrow_schema(columns: tuple[tuple[str, str], ...]) -> pa.Schema:
     return pa.schema([pa.field(name, arrow_type(kind)) for name, kind in columns])
 

@@ -131,7 +131,9 @@ class FastFileParser:
         self.contract = contract
         self.ingested_at = ingested_at
         self.connector = contract.connector
-        self.schema = arrow_schema(contract.bronze_columns)
+        # the contract's and the metadata columns: a line carrying a column bronze added is drift
+        # to this path (an unknown field), so it goes to the Python parser
+        self.schema = arrow_schema(tuple((c.name, c.type) for c in contract.columns) + BRONZE_METADATA_COLUMNS)
         self.enabled = _supported(contract)
         self.flattened_enabled = self.enabled and not (
             set(contract.column_names) & set(_ENVELOPE_KEYS) or any(n.startswith("__") for n in contract.column_names)

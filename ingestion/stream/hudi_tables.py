@@ -8,7 +8,6 @@ event: dbt's sources then find all of them).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -62,12 +61,13 @@ class TimelineState:
     latest_commit: str | None
     marker: str | None  # the newest value of the marker key among them
     has_records: bool  # whether any commit wrote a record (else: only empty commits, or no commit)
-    columns: tuple[str, ...] = ()  # the newest commit's writer schema, meta fields excluded
+    #: the newest commit's writer schema, meta fields excluded: (name, Spark type; None for a
+    #: type the ingestion never writes)
+    column_types: tuple[tuple[str, str | None], ...] = ()
 
-    def columns_beyond(self, known: Iterable[str]) -> list[str]:
-        """The table's columns that are not in ``known`` (columns added by earlier writes), in table order."""
-        skip = set(known)
-        return [name for name in self.columns if name not in skip]
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.column_types)
 
 
 def timeline_state(spark: SparkSession, path: str, marker_key: str) -> TimelineState:
@@ -79,7 +79,7 @@ def timeline_state(spark: SparkSession, path: str, marker_key: str) -> TimelineS
     timeline = _meta_client(spark, path).getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
     instants = list(timeline.getReverseOrderedInstants().limit(MARKER_LOOKBACK).toArray())
     marker: str | None = None
-    columns: tuple[str, ...] = ()
+    columns: tuple[tuple[str, str | None], ...] = ()
     if instants:
         columns = _schema_columns(timeline.readCommitMetadata(instants[0]).getMetadata(SCHEMA_KEY))
     has_records = len(instants) == MARKER_LOOKBACK  # older commits than the look-back: assume data
@@ -97,11 +97,34 @@ def timeline_state(spark: SparkSession, path: str, marker_key: str) -> TimelineS
 SCHEMA_KEY = "schema"
 
 
-def _schema_columns(schema_json: str | None) -> tuple[str, ...]:
+def _schema_columns(schema_json: str | None) -> tuple[tuple[str, str | None], ...]:
     if not schema_json:
         return ()
     fields = json.loads(str(schema_json)).get("fields", [])
-    return tuple(f["name"] for f in fields if not f["name"].startswith("_hoodie_"))
+    return tuple((f["name"], avro_spark_type(f["type"])) for f in fields if not f["name"].startswith("_hoodie_"))
+
+
+_AVRO_PRIMITIVES = {"int": "int", "long": "bigint", "string": "string", "double": "double", "boolean": "boolean"}
+_AVRO_LOGICAL = {"date": "date", "timestamp-micros": "timestamp", "timestamp-millis": "timestamp",
+                 "local-timestamp-micros": "timestamp", "local-timestamp-millis": "timestamp"}
+
+
+def avro_spark_type(avro: object) -> str | None:
+    """The Spark SQL type of an Avro field type as Hudi writes a Spark schema (optional fields as
+    unions with null); None for a type the ingestion never writes."""
+    if isinstance(avro, list):
+        members = [member for member in avro if member != "null"]
+        return avro_spark_type(members[0]) if len(members) == 1 else None
+    if isinstance(avro, str):
+        return _AVRO_PRIMITIVES.get(avro)
+    if isinstance(avro, dict):
+        logical = avro.get("logicalType")
+        if logical == "decimal":
+            return f"decimal({int(avro['precision'])},{int(avro.get('scale', 0))})"
+        if logical in _AVRO_LOGICAL:
+            return _AVRO_LOGICAL[logical]
+        return avro_spark_type(avro.get("type")) if logical is None else None
+    return None
 
 
 def latest_marker(spark: SparkSession, path: str, key: str) -> str | None:

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
+from ingestion.cdc.contracts import TableContract
 from ingestion.cdc.kafka_values import kafka_source_name, parse_kafka_value, wire_schema_id
 from ingestion.cdc.parser import BronzeEvent, DeadLetter
 from ingestion.sources.schema_registry import SchemaRegistryClient
@@ -38,6 +39,9 @@ from ingestion.stream.parse import CHUNK_LINES, CHUNKS_DDL, LineParser, merge_in
 
 #: One Kafka record in a worker: (topic, partition, offset, value; None for a tombstone).
 Record = tuple[str, int, int, bytes | None]
+#: The parse stage of a source other than landed files, for ``BatchProcessor``: its micro-batch, the
+#: ingestion time and the tables as bronze holds them -> chunk rows (``parse.CHUNKS_SCHEMA``).
+Chunker = Callable[[DataFrame, dt.datetime, dict[str, TableContract]], DataFrame]
 
 
 @dataclass
@@ -51,12 +55,14 @@ class _Parsed:
 
 
 def parse_kafka_batches(batches: Iterator[pa.RecordBatch], ingested_at: dt.datetime,
-                        registry_url: str | None = None, mode: str | None = None) -> Iterator[pa.RecordBatch]:
+                        registry_url: str | None = None, mode: str | None = None,
+                        contracts: dict[str, TableContract] | None = None) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: Kafka records -> chunk rows (``parse.CHUNKS_SCHEMA``).
 
     ``mode``: ``fast`` or ``python`` (see the module docstring); None reads ``LAKEHOUSE_INGEST_PARSER``.
+    ``contracts``: the tables as bronze holds them (see ``LineParser``).
     """
-    parser = LineParser(ingested_at)
+    parser = LineParser(ingested_at, contracts)
     registry = SchemaRegistryClient(registry_url) if registry_url else None
     fast = (mode or parser_mode()) == "fast"
     records: list[Record] = []
@@ -146,15 +152,15 @@ def _parse_run(parser: LineParser, records: list[Record], start: int, end: int, 
     return [start + index for index in outcome.fallback]
 
 
-def kafka_chunker(registry_url: str | None) -> Callable[[DataFrame, dt.datetime], DataFrame]:
+def kafka_chunker(registry_url: str | None) -> Chunker:
     """The parse stage of a Kafka micro-batch for ``BatchProcessor`` (records -> chunk rows).
 
     The parser mode is read here, in the driver, as for landed files.
     """
 
-    def chunk(records: DataFrame, ingested_at: dt.datetime) -> DataFrame:
+    def chunk(records: DataFrame, ingested_at: dt.datetime, contracts: dict[str, TableContract]) -> DataFrame:
         parse = functools.partial(parse_kafka_batches, ingested_at=ingested_at, registry_url=registry_url,
-                                  mode=parser_mode())
+                                  mode=parser_mode(), contracts=contracts)
         return records.mapInArrow(parse, CHUNKS_DDL)
 
     return chunk

@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingestion.cdc.avro_records import parse_avro_file
-from ingestion.cdc.contracts import BRONZE_METADATA_COLUMNS, TableContract, topic_map
+from ingestion.cdc.contracts import TableContract
 from ingestion.cdc.landing import (
     LandingFile,
     LandingPathError,
@@ -54,14 +54,18 @@ from ingestion.cdc.parser import (
     DeadLetter,
     ParseResult,
     Tombstone,
+    as_text,
     parse_line,
 )
+from ingestion.cdc.schema_policy import TEXT, common_type
 from ingestion.stream.bronze import (
     DEAD_LETTER_KEY,
     DEAD_LETTER_TABLE,
     DEAD_LETTER_TABLE_COLUMNS,
     arrow_schema,
+    arrow_type,
     bronze_contracts,
+    spark_type,
 )
 from ingestion.stream.fast_parse import SEQ, FileOutcome, delivery_for, fast_parsers, parser_mode
 
@@ -100,19 +104,17 @@ def from_ipc(payload: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
 
 
-def _drift_text(value) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-
-
 class LineParser:
-    """Parses batches of (landing_file, line_index, raw) lines into per-table Arrow tables."""
+    """Parses batches of (landing_file, line_index, raw) lines into per-table Arrow tables.
 
-    def __init__(self, ingested_at: dt.datetime):
+    ``contracts``: the tables as bronze holds them (``TableContract.with_bronze_schema``);
+    default the contracts as written.
+    """
+
+    def __init__(self, ingested_at: dt.datetime, contracts: dict[str, TableContract] | None = None):
         self.ingested_at = ingested_at
-        self.contracts: dict[str, TableContract] = bronze_contracts()
-        self.topics = topic_map()
+        self.contracts: dict[str, TableContract] = bronze_contracts() if contracts is None else contracts
+        self.topics = {topic: contract for contract in self.contracts.values() for topic in contract.topics}
         self.schemas = {name: arrow_schema(c.bronze_columns) for name, c in self.contracts.items()}
         self.dead_schema = arrow_schema(DEAD_LETTER_TABLE_COLUMNS)
         self.fast = fast_parsers(self.topics, ingested_at)
@@ -186,15 +188,21 @@ class LineParser:
                           self.ingested_at, None)
 
     def event_table(self, table: str, events: list[BronzeEvent]) -> pa.Table:
-        """The bronze rows of ``table``: contract columns, metadata, then drift columns as text."""
+        """The bronze rows of ``table``: its bronze columns (contract, metadata, evolved), then the
+        columns these events add, each in the type the events need (``BronzeEvent.column_types``)."""
+        types = event_column_types(events)
         schema = self.schemas[table]
-        rows = [e.row for e in events]
-        arrays = [pa.array([r[f.name] for r in rows], f.type) for f in schema]
-        fields = list(schema)
-        drift_names = sorted({k for e in events for k in e.extra_columns if _safe_name(k)})
-        for name in drift_names:  # after every contract column: Hudi appends new columns at the end
-            arrays.append(pa.array([_drift_text(e.extra_columns.get(name)) for e in events], pa.string()))
-            fields.append(pa.field(name, pa.string()))
+        added = sorted(name for name in types if name not in schema.names)
+        fields, arrays = [], []
+        # added columns after every other: Hudi appends new columns at the end
+        for name, kind in [*((f.name, f.type) for f in schema), *((n, None) for n in added)]:
+            values = [e.row[name] if name in e.row else e.added_values.get(name) for e in events]
+            if name in types:
+                kind = arrow_type(types[name])
+                if types[name] == TEXT:  # typed in some events, text in others: all text
+                    values = [as_text(v) for v in values]
+            fields.append(pa.field(name, kind))
+            arrays.append(pa.array(values, kind))
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
     def dead_table(self, dead: list[DeadLetter]) -> pa.Table:
@@ -318,6 +326,12 @@ class LineParser:
         """``event_table`` of Python-parsed rows plus ``SEQ``: each row's line in the chunk."""
         return self.event_table(table, events).append_column(SEQ, pa.array(seq, pa.int64()))
 
+    def changed_columns(self, table: str, schema: pa.Schema) -> list[list[str]]:
+        """[name, Spark type] of each column of a chunk of ``table`` that bronze lacks or holds in another type."""
+        known = self.schemas[table]
+        return [[f.name, spark_type(f.type)] for f in schema
+                if f.name != SEQ and (f.name not in known.names or known.field(f.name).type != f.type)]
+
     def chunk_batch(self, file_bytes: dict[str, int], tables: dict[str, pa.Table], dead: list[DeadLetter],
                     tombstones: int) -> pa.RecordBatch:
         """The compact chunk rows of parsed lines (see the module docstring)."""
@@ -332,7 +346,7 @@ class LineParser:
             names.append(table)
             counts.append(data.num_rows)
             oldest.append(pc.min(data.column("_cdc_source_ts")).as_py())
-            details.append(json.dumps(data.column_names[len(self.schemas[table]):]))
+            details.append(json.dumps(self.changed_columns(table, data.schema)))
             payloads.append(to_ipc(data))
         if dead:
             kinds.append(DEAD)
@@ -369,23 +383,36 @@ def merge_in_line_order(fast: list[pa.Table], python: pa.Table | None) -> pa.Tab
 
 
 def _with_columns(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` in ``schema``: columns it lacks (drift columns of other rows) are nulls."""
+    """``table`` in ``schema``: columns it lacks (added by other rows) are nulls; the others are
+    cast to the schema's type (a widened column, an added column other rows made text)."""
     return pa.Table.from_arrays(
-        [table.column(f.name) if f.name in table.column_names else pa.nulls(table.num_rows, f.type) for f in schema],
+        [_column_as(table.column(f.name), f.type) if f.name in table.column_names
+         else pa.nulls(table.num_rows, f.type) for f in schema],
         schema=schema,
     )
+
+
+def _column_as(column: pa.ChunkedArray, kind: pa.DataType) -> pa.ChunkedArray:
+    if column.type == kind:
+        return column
+    if pa.types.is_string(kind):  # text: as the parser renders a value in a text column
+        return pa.chunked_array([pa.array([as_text(v) for v in column.to_pylist()], kind)])
+    return column.cast(kind)
+
+
+def event_column_types(events: list[BronzeEvent]) -> dict[str, str]:
+    """Per column, the type that holds every event's value (``schema_policy.common_type``)."""
+    types: dict[str, str] = {}
+    for event in events:
+        for name, kind in event.column_types.items():
+            types[name] = common_type(types[name], kind) if name in types else kind
+    return types
 
 
 def _ascending(values: pa.ChunkedArray) -> bool:
     """Whether the line numbers are strictly ascending (pieces of files read whole arrive in line order)."""
     flat = values.combine_chunks()
     return len(flat) < 2 or pc.all(pc.greater(flat[1:], flat[:-1])).as_py()
-
-
-def _safe_name(name: str) -> bool:
-    """Drift columns become bronze columns: only plain identifiers are carried."""
-    metadata = {n for n, _ in BRONZE_METADATA_COLUMNS}
-    return name.isidentifier() and name.isascii() and not name.startswith("_hoodie") and name not in metadata
 
 
 #: Lines parsed before a worker emits its chunks (bounds worker memory on big files).
@@ -399,7 +426,8 @@ LandedFile = tuple[str, bytes, list[bytes] | None]
 
 
 def parse_file_batches(batches: Iterator[pa.RecordBatch], landing: str, ingested_at: dt.datetime,
-                       mode: str | None = None) -> Iterator[pa.RecordBatch]:
+                       mode: str | None = None, contracts: dict[str, TableContract] | None = None
+                       ) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body over landed files (``path``, optionally ``content``): read, split and parse in one pass.
 
     Without a ``content`` column (a local landing zone, ``landing.reads_in_workers``) the
@@ -409,11 +437,12 @@ def parse_file_batches(batches: Iterator[pa.RecordBatch], landing: str, ingested
     Splitting here keeps the bytes in the worker (no round trip of every line through the
     JVM); lines keep their raw bytes (see ``ingestion.sources.landing``). ``mode`` is
     ``fast`` (``ingestion.stream.fast_parse``, falling back to the Python parser line by
-    line) or ``python``; None reads ``LAKEHOUSE_INGEST_PARSER`` (default fast).
+    line) or ``python``; None reads ``LAKEHOUSE_INGEST_PARSER`` (default fast). ``contracts``:
+    the tables as bronze holds them (see ``LineParser``).
     """
     from ingestion.sources.landing import local_file_path, relative_landing_path
 
-    parser = LineParser(ingested_at)
+    parser = LineParser(ingested_at, contracts)
     fast = (mode or parser_mode()) == "fast"
     files: list[LandedFile] = []
     lines = 0
@@ -479,8 +508,8 @@ def _parse_files(parser: LineParser, files: list[LandedFile], fast: bool) -> pa.
 def decode_chunks(batches: Iterator[pa.RecordBatch], table: str, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: the rows of ``table`` in ``schema`` from the chunk rows (``table_name``, ``payload``).
 
-    ``schema`` is the table's contract columns plus the batch's drift columns; a chunk
-    without some drift column gets nulls there.
+    ``schema`` is the table's bronze columns plus the batch's added ones, in the types the
+    write needs; a chunk without some column gets nulls there, a narrower type is cast.
     """
     for batch in batches:
         for name, payload in zip(batch.column("table_name").to_pylist(), batch.column("payload").to_pylist(),

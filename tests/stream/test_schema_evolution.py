@@ -1,0 +1,103 @@
+"""Schema changes of a source table reach bronze typed (policy ``evolve``), in JSON and Avro landing files.
+
+One landing, three micro-batches (one file each), as a PostgreSQL table changes under the
+connector: JSON lines with their schema in the original shape; an Avro file after
+``ALTER TABLE venue ALTER venueseats TYPE bigint, ADD vip boolean``; then JSON lines in
+the original shape again (a batch narrower than the table), a line whose ``venuename``
+became an integer (incompatible: a dead letter) and a line without a schema carrying a
+column nobody declared (text). The judge is hudi-rs reading the bronze table (types and
+values, written out here from the events), and the Thrift server must show the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+
+from ingestion.stream.reading import read_latest
+from simulator.avro import WriterSchema, connect_to_avro, container_bytes
+from tests.stream.conftest import ingest
+from tests.stream.judge import hudi_rows
+
+DATABASE = "bronze_evolution"
+TOPIC = "tickit.ems.venue"
+ORIGINAL = [("venueid", "int32"), ("venuename", "string"), ("venuecity", "string"), ("venuestate", "string"),
+            ("venueseats", "int32")]
+ALTERED = [*ORIGINAL[:4], ("venueseats", "int64"), ("vip", "boolean")]
+NAME_AS_INT = [ORIGINAL[0], ("venuename", "int32"), *ORIGINAL[2:]]
+
+
+def _field(name: str, connect_type: str, optional: bool = True) -> dict:
+    return {"type": connect_type, "optional": optional, "field": name}
+
+
+SOURCE = {"type": "struct", "optional": False, "name": "io.debezium.connector.postgresql.Source", "field": "source",
+          "fields": [_field("version", "string", False), _field("connector", "string", False),
+                     _field("name", "string", False), _field("ts_ms", "int64", False), _field("db", "string", False),
+                     _field("schema", "string", False), _field("table", "string", False), _field("txId", "int64"),
+                     _field("lsn", "int64")]}
+
+
+def _schema(columns: list[tuple[str, str]]) -> dict:
+    row = {"type": "struct", "optional": True, "name": "tickit.ems.venue.Value",
+           "fields": [_field(name, kind, name != "venueid") for name, kind in columns]}
+    return {"type": "struct", "optional": False, "name": "tickit.ems.venue.Envelope",
+            "fields": [{**row, "field": "before"}, {**row, "field": "after"}, SOURCE, _field("op", "string", False),
+                       _field("ts_ms", "int64")]}
+
+
+def _payload(row: dict, lsn: int) -> dict:
+    source = {"version": "2.7.0.Final", "connector": "postgresql", "name": "tickit", "ts_ms": 1_700_000_000_000 + lsn,
+              "db": "tickit", "schema": "ems", "table": "venue", "txId": lsn, "lsn": lsn}
+    return {"before": None, "after": row, "source": source, "op": "c", "ts_ms": 1_700_000_000_000 + lsn}
+
+
+def _venue(venueid: int, seats: int | None, **extra) -> dict:
+    return {"venueid": venueid, "venuename": f"v{venueid}", "venuecity": "c", "venuestate": "NY",
+            "venueseats": seats, **extra}
+
+
+def _land(landing: Path) -> None:
+    folder = landing / "topics" / TOPIC / "partition=0"
+    folder.mkdir(parents=True)
+    first = [json.dumps({"schema": _schema(ORIGINAL), "payload": _payload(_venue(i, 100 * i), 10 + i)})
+             for i in (1, 2)]
+    altered = WriterSchema.of(connect_to_avro(_schema(ALTERED)))
+    avro = container_bytes(altered, [_payload(_venue(3, 5_000_000_000, vip=True), 13),
+                                     _payload(_venue(4, 10, vip=None), 14)], b"0123456789abcdef")
+    renamed = {**_venue(6, 6), "venuename": 9}
+    last = [json.dumps({"schema": _schema(ORIGINAL), "payload": _payload(_venue(5, 7), 15)}),
+            json.dumps({"schema": _schema(NAME_AS_INT), "payload": _payload(renamed, 16)}),
+            json.dumps(_payload(_venue(7, 70, note={"floor": 2}), 17))]
+    files = [("0000000000.json", "\n".join(first).encode() + b"\n"), ("0000000002.avro", avro),
+             ("0000000004.json", "\n".join(last).encode() + b"\n")]
+    for index, (suffix, content) in enumerate(files):
+        path = folder / f"{TOPIC}+0+{suffix}"
+        path.write_bytes(content)
+        os.utime(path, (1_700_000_000 + index, 1_700_000_000 + index))  # Spark takes files in mtime order
+
+
+def test_added_and_widened_columns_land_typed_and_incompatible_ones_are_dead_letters(
+        tmp_path, spark, thrift_server) -> None:
+    _land(tmp_path / "landing")
+    run = ingest(spark, tmp_path, DATABASE, thrift_server, max_files_per_trigger=1)
+    assert len(run.summary.reports) == 3
+    table = read_latest(str(run.lake / "bronze" / "venue"))
+    assert table is not None
+    types = {name: table.schema.field(name).type for name in ("venueseats", "vip", "note")}
+    assert types == {"venueseats": pa.int64(), "vip": pa.bool_(), "note": pa.string()}
+    names = [n for n in table.column_names if not n.startswith("_hoodie")]
+    assert names[-3:] == ["_cdc_source_date", "vip", "note"]  # added columns after the metadata
+    rows = {r["venueid"]: (r["venueseats"], r["vip"], r["note"]) for r in hudi_rows(run.lake / "bronze" / "venue")}
+    assert rows == {1: (100, None, None), 2: (200, None, None), 3: (5_000_000_000, True, None), 4: (10, None, None),
+                    5: (7, None, None), 7: (70, None, '{"floor": 2}')}
+    dead = [r for r in hudi_rows(run.lake / "bronze" / "dead_letter")]
+    assert [(d["reason"], d["kafka_offset"], d["table_name"]) for d in dead] == [("incompatible_schema", 5, "venue")]
+    assert "'venuename'" in dead[0]["message"]
+    got = thrift_server.sql(f"SELECT venueid, venueseats, vip, note FROM {DATABASE}.venue")
+    assert sorted(got) == sorted((venueid, *values) for venueid, values in rows.items())
+    changes = [report.drift for report in run.summary.reports]
+    assert changes[1] == {"venue": ["venueseats bigint", "vip boolean"]}
