@@ -10,8 +10,11 @@
   LSNs. Truncates have no key and land in any partition, so they keep their source
   position (they are compared only with other truncates and, for liveness, by
   `cdc_position`).
+
+  Given the model's source (`source_name`, `table_name`), the columns the source added
+  beyond its YAML follow, under their source names (macros/cdc/cdc_added_columns.sql).
 -#}
-{% macro cdc_metadata_columns() -%}
+{% macro cdc_metadata_columns(source_name=none, table_name=none) -%}
         _cdc_op as cdc_op,
         (_cdc_op = 'd' or coalesce(_cdc_is_deleted, false)) as is_deleted,
         (_cdc_op = 't') as is_truncate,
@@ -31,6 +34,9 @@
         _cdc_ingested_at as ingested_at,
         _cdc_source_date as source_date,
         _hoodie_commit_time as bronze_commit_time
+        {%- if source_name is not none -%}
+            {{ cdc_added_source_columns(source_name, table_name) }}
+        {%- endif -%}
 {%- endmacro %}
 
 

@@ -25,7 +25,12 @@
                      string columns); default none
 -#}
 {% macro cdc_state(staging, primary_key, columns, toastable_columns=[]) -%}
-{%- set state_columns = columns + cdc_state_metadata_columns() -%}
+{#- columns the source added beyond the contract come last (macros/cdc/cdc_added_columns.sql) -#}
+{%- set added = cdc_added_relation_columns(staging, columns) -%}
+{%- if is_incremental() -%}
+    {%- do cdc_check_state_table(this) -%}
+{%- endif -%}
+{%- set state_columns = columns + cdc_state_metadata_columns() + added -%}
 {%- set order_by = ['cdc_order desc', 'cdc_position desc', 'bronze_commit_time desc'] -%}
 {%- set placeholder = var('debezium_unavailable_value') -%}
 {%- set known_columns = [] -%}
@@ -37,7 +42,7 @@ with
 changes as (
 
     select
-        {{ columns | join(',\n        ') }},
+        {{ (columns + added) | join(',\n        ') }},
         cdc_op,
         is_deleted,
         is_truncate,
@@ -107,6 +112,23 @@ left join {{ this }} as stored on latest.state_key = stored.state_key
 {%- endmacro %}
 
 
+{#-
+  A state table built before its rows were ordered by `cdc_order` cannot be merged into:
+  Hudi keeps the ordering field a table was created with. `on_schema_change:
+  sync_all_columns` would add the column; this stops the run instead, naming the rebuild.
+-#}
+{% macro cdc_check_state_table(relation) -%}
+    {%- if execute -%}
+        {%- set names = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list -%}
+        {%- if names and 'cdc_order' not in names -%}
+            {%- do exceptions.raise_compiler_error(
+                relation ~ ' predates the cdc_order ordering field: rebuild the state tables once with '
+                ~ "'lakehouse dbt build --full-refresh --select tag:cdc_state+' (docs/runbook.md)") -%}
+        {%- endif -%}
+    {%- endif -%}
+{%- endmacro %}
+
+
 {#- Change-metadata columns a state table keeps after the entity columns. -#}
 {% macro cdc_state_metadata_columns() -%}
     {{ return([
@@ -163,6 +185,7 @@ left join {{ this }} as stored on latest.state_key = stored.state_key
   columns   list of entity columns to publish
 -#}
 {% macro cdc_live_rows(state, columns) -%}
+{%- set columns = columns + cdc_added_relation_columns(state, columns) -%}
 with
 
 last_truncate as (

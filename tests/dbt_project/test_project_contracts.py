@@ -73,11 +73,14 @@ def test_dead_letter_source_matches_the_ingestion_table() -> None:
 
 
 def test_bronze_metadata_columns_reach_staging() -> None:
-    """Every staging model renames all `_cdc_*` columns through one macro (no drift per model)."""
+    """Every staging model renames all `_cdc_*` columns through one macro (no drift per model), given
+    its own source so the columns that source added follow them."""
     for table, contract in load_contracts().items():
         relation = SILVER_COLUMNS[table][0]
         sql = (MODELS / "staging" / contract.system / f"stg_{contract.system}__{relation}.sql").read_text()
-        assert "{{ cdc_metadata_columns() }}" in sql, f"{table}: staging does not use cdc_metadata_columns()"
+        call = f"{{{{ cdc_metadata_columns('{contract.system}', '{table}') }}}}"
+        assert call in sql, f"{table}: staging does not use {call}"
+        assert f"source('{contract.system}', '{table}')" in sql
     macro = (PROJECT_DIR / "macros" / "cdc" / "cdc_metadata_columns.sql").read_text()
     missing = [name for name, _ in BRONZE_METADATA_COLUMNS if name not in macro]
     assert not missing, f"cdc_metadata_columns() drops {missing}"

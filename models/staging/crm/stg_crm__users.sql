@@ -34,8 +34,8 @@ renamed as (
         likebroadway as likes_broadway,
         likemusicals as likes_musicals,
 
-        ----------  change metadata
-        {{ cdc_metadata_columns() }}
+        ----------  change metadata, then the columns the source added
+        {{ cdc_metadata_columns('crm', 'user') }}
 
     from source
 

@@ -28,8 +28,8 @@ renamed as (
         ----------  dates
         caldate as calendar_date,
 
-        ----------  change metadata
-        {{ cdc_metadata_columns() }}
+        ----------  change metadata, then the columns the source added
+        {{ cdc_metadata_columns('ecomm', 'date') }}
 
     from source
 

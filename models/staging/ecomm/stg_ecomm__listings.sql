@@ -24,8 +24,8 @@ renamed as (
         ----------  dates
         listtime as list_time,
 
-        ----------  change metadata
-        {{ cdc_metadata_columns() }}
+        ----------  change metadata, then the columns the source added
+        {{ cdc_metadata_columns('ecomm', 'listing') }}
 
     from source
 

@@ -26,8 +26,8 @@ renamed as (
         ----------  dates
         saletime as sale_time,
 
-        ----------  change metadata
-        {{ cdc_metadata_columns() }}
+        ----------  change metadata, then the columns the source added
+        {{ cdc_metadata_columns('ecomm', 'sale') }}
 
     from source
 

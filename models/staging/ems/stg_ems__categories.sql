@@ -18,8 +18,8 @@ renamed as (
         catname as category_name,
         catdesc as category_description,
 
-        ----------  change metadata
-        {{ cdc_metadata_columns() }}
+        ----------  change metadata, then the columns the source added
+        {{ cdc_metadata_columns('ems', 'category') }}
 
     from source
 

@@ -22,8 +22,8 @@ renamed as (
         ----------  dates
         starttime as start_time,
 
-        ----------  change metadata
-        {{ cdc_metadata_columns() }}
+        ----------  change metadata, then the columns the source added
+        {{ cdc_metadata_columns('ems', 'event') }}
 
     from source
 

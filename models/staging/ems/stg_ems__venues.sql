@@ -21,8 +21,8 @@ renamed as (
         ----------  numerics
         venueseats as venue_seats,
 
-        ----------  change metadata
-        {{ cdc_metadata_columns() }}
+        ----------  change metadata, then the columns the source added
+        {{ cdc_metadata_columns('ems', 'venue') }}
 
     from source
 

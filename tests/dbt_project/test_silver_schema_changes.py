@@ -1,0 +1,63 @@
+"""Silver follows what bronze evolved (policy ``evolve``): an added column and int widened to bigint.
+
+Phase 1 builds silver from the fixture's bronze. Phase 2 commits venue updates the way the
+ingestion writes them after ``ALTER TABLE venue ALTER venueseats TYPE bigint, ADD vip
+boolean`` at the source (``tests/stream/test_schema_evolution.py`` proves the ingestion
+writes exactly this: bronze gains ``vip`` after the ``_cdc_*`` columns and ``venueseats``
+becomes bigint through Hudi's evolution on write). The next incremental ``dbt run`` (no
+``--full-refresh``) must carry both into the state table and the published view: the new
+column with the events' values (null for keys without a newer event), a value beyond int
+intact, and every other row as the oracle (the fixture's source rows) says.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ingestion.stream.bronze import table_columns, table_path, write_options
+from ingestion.stream.parse import utc_timestamps
+from tests.dbt_project.conftest import DbtLakehouse
+
+pytestmark = pytest.mark.slow
+
+VENUES = ("-s", "+venues")
+BIG = 5_000_000_000
+
+
+def _evolved_venue_commit(lakehouse: DbtLakehouse, events: list[dict], vip: dict[int, bool | None]) -> None:
+    """Venue events in bronze's evolved schema: ``venueseats`` bigint, ``vip`` boolean appended."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from ingestion.stream.bronze import arrow_schema
+
+    columns = tuple(("venueseats", "bigint") if name == "venueseats" else (name, kind)
+                    for name, kind in table_columns()["venue"]) + (("vip", "boolean"),)
+    schema = utc_timestamps(arrow_schema(columns))
+    rows = []
+    for event in events:
+        full = dict(event, vip=vip.get(event["venueid"]))
+        full["_cdc_ingested_at"] = full.get("_cdc_ingested_at") or full["_cdc_source_ts"]
+        rows.append(tuple(full.get(name) for name in schema.names))
+    spark = lakehouse.loader.spark
+    frame = spark.createDataFrame(rows, from_arrow_schema(pa.schema(schema)))
+    frame.write.format("hudi").options(**write_options("venue")).mode("append").save(
+        table_path(str(lakehouse.loader.lake), "venue"))
+
+
+def test_an_added_column_and_a_widened_type_reach_silver_incrementally(lakehouse: DbtLakehouse) -> None:
+    lakehouse.dbt.run("run", *VENUES)
+    assert lakehouse.silver_differences(("venue",)) == {}
+
+    fixture = lakehouse.fixture
+    for venueid, seats in ((1, BIG), (2, 2500)):
+        fixture._put("venue", "u", dict(fixture.rows["venue"][venueid], venueseats=seats))
+    _evolved_venue_commit(lakehouse, fixture.log.take()["venue"], {1: True, 2: None})
+
+    lakehouse.dbt.run("run", *VENUES)
+    assert lakehouse.silver_differences(("venue",)) == {}
+    got = dict(lakehouse.sql("select venue_id, vip from silver.venues"))
+    assert got == {1: True, 2: None, 3: None, 4: None, 5: None}
+    types = {row[0]: row[1] for row in lakehouse.sql("describe silver.venues_cdc_state")}
+    assert (types["venue_seats"], types["vip"]) == ("bigint", "boolean")
+    assert lakehouse.sql("select venue_seats from silver.venues where venue_id = 1") == [(BIG,)]
