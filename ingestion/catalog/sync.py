@@ -9,6 +9,10 @@ server keeps no relation cache (``spark.sql.filesourceTableRelationCacheSize=0``
 ``lakehouse.services.thrift``), so every query, in any session, sees the latest commit with
 nothing to refresh. A name registered otherwise (a view left by an older checkout, a table
 at another location) is dropped (metadata only: the tables are external) and registered again.
+
+The metastore keeps the schema a table had when it was registered, while queries resolve
+Hudi's latest: a table whose schema the ingestion evolved (``schema_changed``) is registered
+again, so DESCRIBE, dbt's catalog and the docs site show its new columns and types.
 """
 
 from __future__ import annotations
@@ -70,6 +74,12 @@ class CatalogSync:
         self.catalog = catalog
         self.database = database
         self._registered: set[str] = set()  # registered at the right location, by this process
+        self._schema_changed: set[str] = set()  # evolved since they were registered: register again
+
+    def schema_changed(self, table: str) -> None:
+        """The ingestion added or widened columns of ``table``: its next sync registers it again."""
+        self._schema_changed.add(table)
+        self._registered.discard(table)
 
     def registration(self, table: str) -> tuple[str | None, str | None]:
         """(type, location) of ``<database>.<table>`` in the metastore; (None, None) when absent."""
@@ -95,8 +105,11 @@ class CatalogSync:
             return SyncResult(table, "unchanged", instant, time.monotonic() - started)
         self.catalog.execute(f"CREATE DATABASE IF NOT EXISTS {db}")
         kind, registered = self.registration(table)
-        if kind is not None and (kind == "VIEW" or registered is None or not _same_location(registered, location)):
-            log.info("re-registering %s.%s (was %s at %s)", self.database, table, kind, registered)
+        stale = kind is not None and table in self._schema_changed
+        if kind is not None and (stale or kind == "VIEW" or registered is None
+                                 or not _same_location(registered, location)):
+            log.info("re-registering %s.%s (was %s at %s%s)", self.database, table, kind, registered,
+                     "; its schema changed" if stale else "")
             self.catalog.execute(f"DROP {'VIEW' if kind == 'VIEW' else 'TABLE'} IF EXISTS {db}.{name}")
             kind = None
         if kind is None:
@@ -106,6 +119,7 @@ class CatalogSync:
                 f"CREATE TABLE IF NOT EXISTS {db}.{name} USING hudi LOCATION {quote_location(location)} "
                 f"TBLPROPERTIES ('hoodie.write.table.version' = '{TABLE_VERSION}')")
         self._registered.add(table)
+        self._schema_changed.discard(table)
         return SyncResult(table, "registered", instant, time.monotonic() - started)
 
     def sync_tables(self, tables: dict[str, str | None] | Iterable[str]) -> list[SyncResult]:

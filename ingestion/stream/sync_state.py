@@ -53,10 +53,17 @@ class CatalogSyncer:
     def notify(self, report: BatchReport) -> None:
         """Queue the batch's committed tables; report what was synced and any error since the last batch."""
         with self._lock:
+            self._take_schema_changes(report)
             self.pending.update(report.commits)
             report.synced = self.take_synced()
             report.sync_error = self.last_error
         self._wake.set()
+
+    def _take_schema_changes(self, report: BatchReport) -> None:
+        """Tables whose columns the batch added or widened are registered again (their metastore schema)."""
+        for table in report.drift:
+            if table in report.commits:
+                self.sync.schema_changed(table)
 
     def take_synced(self) -> dict[str, str]:
         with self._lock:
@@ -87,6 +94,7 @@ class CatalogSyncer:
     def run(self, report: BatchReport | None = None, force: bool = False) -> None:
         with self._lock:
             if report is not None:
+                self._take_schema_changes(report)
                 self.pending.update(report.commits)
             if not self.pending:
                 return

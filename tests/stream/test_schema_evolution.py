@@ -99,5 +99,8 @@ def test_added_and_widened_columns_land_typed_and_incompatible_ones_are_dead_let
     assert "'venuename'" in dead[0]["message"]
     got = thrift_server.sql(f"SELECT venueid, venueseats, vip, note FROM {DATABASE}.venue")
     assert sorted(got) == sorted((venueid, *values) for venueid, values in rows.items())
+    # the metastore's schema too (DESCRIBE, dbt's catalog, the docs site): registered again
+    described = {row[0]: row[1] for row in thrift_server.sql(f"DESCRIBE {DATABASE}.venue")}
+    assert (described["venueseats"], described["vip"], described["note"]) == ("bigint", "boolean", "string")
     changes = [report.drift for report in run.summary.reports]
     assert changes[1] == {"venue": ["venueseats bigint", "vip boolean"]}
