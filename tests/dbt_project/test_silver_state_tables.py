@@ -44,6 +44,7 @@ def test_a_column_the_model_dropped_stops_the_run_until_a_full_refresh(lakehouse
     assert lakehouse.silver_differences(("category",)) == {}
 
 
+@pytest.mark.slow
 def test_a_state_table_without_cdc_order_stops_the_run_until_a_full_refresh(lakehouse: DbtLakehouse) -> None:
     """A state table of an older version (ordered by cdc_position, no cdc_order): sync_all_columns
     would add the column, but Hudi keeps the ordering field a table was created with."""
