@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "kafka",
     "sources",
     "contracts",
+    "tables",
     "simulate",
     "ingest",
     "sync",

@@ -27,7 +27,7 @@ def _event_from_file(path: Path, newest: bool = False) -> dict[str, Any]:
     raise CliError(f"{path}: no event in the file")
 
 
-def _from_files(args: argparse.Namespace, newest: bool = False,
+def tables_from_files(args: argparse.Namespace, newest: bool = False,
                 keys: dict[str, TableContract] | None = None) -> list[GeneratedTable]:
     """One table per event file; ``keys``: contracts by table name, whose key a file without
     ``--primary-key`` takes."""
@@ -45,7 +45,7 @@ def _from_files(args: argparse.Namespace, newest: bool = False,
     return tables
 
 
-def _from_kafka(args: argparse.Namespace, newest: bool = False) -> list[GeneratedTable]:
+def tables_from_kafka(args: argparse.Namespace, newest: bool = False) -> list[GeneratedTable]:
     from ingestion.sources.kafka import first_keyed_record, last_keyed_record
 
     tables = []
@@ -68,7 +68,7 @@ def _generate(args: argparse.Namespace) -> int:
         raise UsageError("give either --from-event FILE... or --kafka-bootstrap HOST:PORT --topics T1,T2")
     if args.kafka_bootstrap and not args.topics:
         raise UsageError("--kafka-bootstrap needs --topics")
-    tables = _from_kafka(args) if args.kafka_bootstrap else _from_files(args)
+    tables = tables_from_kafka(args) if args.kafka_bootstrap else tables_from_files(args)
     try:
         text = render_contracts(args.system, tables)
     except ContractError as exc:
@@ -96,9 +96,9 @@ def _diff(args: argparse.Namespace) -> int:
             args.topics = ",".join(t for t, parts in marks.items() if any(high > low for low, high in parts.values()))
             if not args.topics:
                 raise CliError(f"no topic of the contracts on {args.kafka_bootstrap}")
-        tables = _from_kafka(args, newest=True)
+        tables = tables_from_kafka(args, newest=True)
     else:
-        tables = _from_files(args, newest=True, keys=load_contracts())
+        tables = tables_from_files(args, newest=True, keys=load_contracts())
     differing = 0
     for table in tables:
         contract = by_topic.get(table.topic) or load_contracts().get(table.name)

@@ -36,6 +36,17 @@ SILVER_COLUMNS: dict[str, tuple[str, dict[str, str]]] = {
 }
 
 
+def silver_columns(table: str) -> tuple[str, dict[str, str]]:
+    """``SILVER_COLUMNS`` of ``table``; a table onboarded later by ``lakehouse tables add`` (not
+    restated here) follows that command's convention: the table's plural, source names kept."""
+    if table in SILVER_COLUMNS:
+        return SILVER_COLUMNS[table]
+    from ingestion.cdc.contracts import load_contracts
+    from lakehouse.onboarding import plural
+
+    return plural(table), {name: name for name in load_contracts()[table].column_names}
+
+
 def normalize(value: object) -> object:
     """One comparable form for values coming back from PyHive or from Python rows."""
     if isinstance(value, Decimal):

@@ -33,7 +33,7 @@ import yaml
 
 from ingestion.cdc.contracts import load_contracts
 from tests.dbt_project.dbt_runner import DBT, PROJECT_DIR
-from tests.dbt_project.silver_oracle import SILVER_COLUMNS
+from tests.dbt_project.silver_oracle import silver_columns
 
 #: A model with more direct children (models, snapshots, exposures) must say why in meta.fanout.
 FANOUT_THRESHOLD = 3
@@ -223,7 +223,7 @@ def _staging_primary_keys() -> dict[str, list[str]]:
     """CDC staging model -> its primary-key columns as renamed in staging (from the contracts)."""
     keys = {}
     for table, contract in load_contracts().items():
-        relation, renames = SILVER_COLUMNS[table]
+        relation, renames = silver_columns(table)
         keys[f"stg_{contract.system}__{relation}"] = [renames[column] for column in contract.primary_key]
     return keys
 

@@ -13,7 +13,7 @@ import yaml
 
 from ingestion.cdc.contracts import BRONZE_METADATA_COLUMNS, load_contracts
 from tests.dbt_project.dbt_runner import PROJECT_DIR
-from tests.dbt_project.silver_oracle import SILVER_COLUMNS
+from tests.dbt_project.silver_oracle import silver_columns
 
 MODELS = PROJECT_DIR / "models"
 HOODIE_COLUMNS = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
@@ -76,7 +76,7 @@ def test_bronze_metadata_columns_reach_staging() -> None:
     """Every staging model renames all `_cdc_*` columns through one macro (no drift per model), given
     its own source so the columns that source added follow them."""
     for table, contract in load_contracts().items():
-        relation = SILVER_COLUMNS[table][0]
+        relation = silver_columns(table)[0]
         sql = (MODELS / "staging" / contract.system / f"stg_{contract.system}__{relation}.sql").read_text()
         call = f"{{{{ cdc_metadata_columns('{contract.system}', '{table}') }}}}"
         assert call in sql, f"{table}: staging does not use {call}"
@@ -89,7 +89,7 @@ def test_bronze_metadata_columns_reach_staging() -> None:
 @pytest.mark.parametrize("table", sorted(load_contracts()))
 def test_staging_renames_every_contract_column_as_silver_expects(table: str) -> None:
     contract = load_contracts()[table]
-    relation, columns = SILVER_COLUMNS[table]
+    relation, columns = silver_columns(table)
     sql = (MODELS / "staging" / contract.system / f"stg_{contract.system}__{relation}.sql").read_text()
     for source_name, silver_name in columns.items():
         expected = source_name if source_name == silver_name else f"{source_name} as {silver_name}"
@@ -139,4 +139,4 @@ def test_hoodie_columns_stop_at_staging() -> None:
 
 def test_silver_has_one_relation_per_entity() -> None:
     silver = {p.stem for p in (MODELS / "silver").glob("*.sql")}
-    assert silver == {relation for relation, _ in SILVER_COLUMNS.values()}
+    assert silver == {silver_columns(table)[0] for table in load_contracts()}
