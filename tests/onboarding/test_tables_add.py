@@ -32,17 +32,24 @@ COPIED = ("ingestion", "lakehouse", "simulator", "models", "macros", "seeds", "s
           "profiles", "dbt_project.yml", "pyproject.toml")
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    copy = tmp_path_factory.mktemp("project")
+def copy_project(copy: Path) -> Path:
+    """The project's code, models and tests, copied to ``copy`` (not the lake, the jars, the docs)."""
     ignore = shutil.ignore_patterns("__pycache__", "target", "logs", "dbt_packages", ".lakehouse")
+    copy.mkdir(parents=True, exist_ok=True)
     for name in COPIED:
         source = ROOT / name
         if source.is_dir():
             shutil.copytree(source, copy / name, ignore=ignore)
         else:
             shutil.copy2(source, copy / name)
+    # the JVM dependency lists (the resolved jars stay where they are: LAKEHOUSE_JVM_LIB)
+    shutil.copytree(ROOT / "jvm", copy / "jvm", ignore=shutil.ignore_patterns("lib", "target"))
     return copy
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    return copy_project(tmp_path_factory.mktemp("project"))
 
 
 def _add(project: Path, *args: str) -> subprocess.CompletedProcess:
