@@ -279,8 +279,8 @@ def _silver_entry(plan: Onboarding, path: Path) -> dict[str, Any]:
         "description": f"Live {plan.entity}: the latest state of every key from the `{t.name}` change log; deleted "
                        f"and truncated keys are absent. A view over `{plan.state}`. "
                        "{{ doc('silver_semantics') }}"}
-    if _key_tests(t):
-        entry["data_tests"] = _key_tests(t)
+    # warns while a column is undescribed (the placeholders, and columns the source adds later)
+    entry["data_tests"] = ["columns_are_documented", *_key_tests(t)]
     entry["columns"] = _entity_columns(t, True) + _metadata_entries(path, SILVER_METADATA)
     return entry
 
