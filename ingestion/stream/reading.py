@@ -70,4 +70,9 @@ def row_count(path: str) -> int:
 
 def column_names(path: str) -> list[str]:
     """The data columns of the table's latest schema (no ``_hoodie_*`` meta columns)."""
-    return list(_open(path).get_schema().names)
+    return list(schema(path).names)
+
+
+def schema(path: str) -> pa.Schema:
+    """The table's latest schema (data columns, no ``_hoodie_*`` meta columns), as hudi-rs reads it."""
+    return _open(path).get_schema()

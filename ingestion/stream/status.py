@@ -10,9 +10,9 @@ from pathlib import Path
 
 from ingestion.sources.kafka import topic_lag
 from ingestion.sources.landing import count_landed_files, topics_root
-from ingestion.stream.bronze import DEAD_LETTER_TABLE, all_table_names, bronze_contracts, table_path
+from ingestion.stream.bronze import DEAD_LETTER_TABLE, all_table_names, bronze_contracts, spark_type, table_path
 from ingestion.stream.checkpoint import checkpoint_dir, normalize_location
-from ingestion.stream.reading import column_names, completed_commits, is_table, read_latest, row_count
+from ingestion.stream.reading import completed_commits, is_table, read_latest, row_count, schema
 
 
 @dataclass
@@ -24,7 +24,8 @@ class TableStatus:
     commits: int = 0
     rows: int = 0
     commit_age_seconds: float | None = None
-    drift_columns: list[str] = field(default_factory=list)
+    drift_columns: list[str] = field(default_factory=list)  # columns bronze gained beyond the contract
+    widened_columns: list[str] = field(default_factory=list)  # "name contract->bronze" types
     dead_letters: int = 0
     dead_letters_by_reason: dict[str, int] = field(default_factory=dict)
 
@@ -97,8 +98,14 @@ def table_status(lake: str, table: str, registered: set[str] | None, now: dt.dat
         status.rows = row_count(path)
     contracts = bronze_contracts()
     if table in contracts:
-        expected = {name for name, _ in contracts[table].bronze_columns}
-        status.drift_columns = [n for n in column_names(path) if n not in expected]
+        expected = dict(contracts[table].bronze_columns)
+        for bronze in schema(path):
+            if bronze.name not in expected:
+                status.drift_columns.append(bronze.name)
+                continue
+            kind = _spark_type(bronze.type)
+            if kind is not None and kind != expected[bronze.name]:
+                status.widened_columns.append(f"{bronze.name} {expected[bronze.name]}->{kind}")
     return status
 
 
@@ -150,3 +157,10 @@ def kafka_lags(checkpoints_root: Path, lake: str) -> list[KafkaLag]:
         for item in topic_lag(kafka["bootstrap"], list(kafka["topics"]), source.parent / "query"):
             lags.append(KafkaLag(kafka["bootstrap"], item.topic, item.end_offsets, item.consumed, item.lag))
     return lags
+
+
+def _spark_type(kind) -> str | None:
+    try:
+        return spark_type(kind)
+    except ValueError:
+        return None

@@ -66,7 +66,8 @@ def _print_table(status) -> None:
         age = "-" if item.commit_age_seconds is None else f"{item.commit_age_seconds:.0f}s"
         reasons = ", ".join(f"{k}={v}" for k, v in item.dead_letters_by_reason.items())
         table.add_row(item.table, item.last_commit or "-", registered, str(item.rows), age,
-                      ", ".join(item.drift_columns) or "-",
+                      ", ".join([f"+{n}" for n in item.drift_columns] + [f"~{w}" for w in item.widened_columns])
+                      or "-",
                       f"{item.dead_letters} ({reasons})" if item.dead_letters else "0")
     console = Console()
     console.print(table)

@@ -11,6 +11,7 @@ values, written out here from the events), and the Thrift server must show the s
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 from pathlib import Path
@@ -102,5 +103,10 @@ def test_added_and_widened_columns_land_typed_and_incompatible_ones_are_dead_let
     # the metastore's schema too (DESCRIBE, dbt's catalog, the docs site): registered again
     described = {row[0]: row[1] for row in thrift_server.sql(f"DESCRIBE {DATABASE}.venue")}
     assert (described["venueseats"], described["vip"], described["note"]) == ("bigint", "boolean", "string")
+    # lakehouse status: what bronze gained and widened beyond the contract, and what needs a decision
+    from ingestion.stream.status import table_status
+
+    status = table_status(str(run.lake), "venue", None, dt.datetime(2030, 1, 1))
+    assert (status.drift_columns, status.widened_columns) == (["vip", "note"], ["venueseats int->bigint"])
     changes = [report.drift for report in run.summary.reports]
     assert changes[1] == {"venue": ["venueseats bigint", "vip boolean"]}
