@@ -8,7 +8,8 @@
 {% test columns_are_documented(model) %}
 {{ config(severity='warn') }}
 {%- set undocumented = [] -%}
-{%- if execute -%}
+{#- the relation is read when the test runs (test, build), not when it is only compiled -#}
+{%- if execute and flags.WHICH in ['test', 'build'] -%}
     {%- set described = [] -%}
     {%- for node in graph.nodes.values() -%}
         {%- if node.resource_type == 'model' and node.alias == model.identifier -%}
