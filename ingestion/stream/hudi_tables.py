@@ -65,10 +65,6 @@ class TimelineState:
     #: type the ingestion never writes)
     column_types: tuple[tuple[str, str | None], ...] = ()
 
-    @property
-    def columns(self) -> tuple[str, ...]:
-        return tuple(name for name, _ in self.column_types)
-
 
 def timeline_state(spark: SparkSession, path: str, marker_key: str) -> TimelineState:
     """The newest commit, the newest ``marker_key`` value (of the last ``MARKER_LOOKBACK`` commits)
