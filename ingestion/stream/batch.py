@@ -40,6 +40,7 @@ from ingestion.stream import checkpoint as ckpt
 from ingestion.stream.bronze import (
     DEAD_LETTER_KEY,
     DEAD_LETTER_TABLE,
+    SCHEMA_CHANGE_TABLE,
     arrow_schema,
     bronze_contracts,
     table_columns,
@@ -59,6 +60,14 @@ from ingestion.stream.parse import (
     decode_chunks,
     parse_file_batches,
     utc_timestamps,
+)
+from ingestion.stream.schema_history import (
+    FirstSeen,
+    SchemaChange,
+    earliest,
+    read_history,
+    schema_changes,
+    schema_versions,
 )
 from ingestion.stream.sync_state import CatalogSyncer
 
@@ -81,6 +90,8 @@ class BatchReport:
     commits: dict[str, str] = field(default_factory=dict)
     skipped_replays: list[str] = field(default_factory=list)
     drift: dict[str, list[str]] = field(default_factory=dict)
+    #: the schema version each table reached when this batch changed its schema (bronze.schema_change)
+    schema_versions: dict[str, int] = field(default_factory=dict)
     synced: dict[str, str] = field(default_factory=dict)
     sync_error: str | None = None
     processing_seconds: float = 0.0
@@ -175,6 +186,8 @@ class BatchProcessor:
         #: each table's columns as bronze holds them (contract, metadata, evolved; widened types),
         #: read from the tables before the first batch, then kept as this writer writes them
         self.bronze_columns: dict[str, tuple[tuple[str, str], ...]] | None = None
+        #: each table's schema version (``ingestion.stream.schema_history``), read with ``bronze_columns``
+        self.schema_versions: dict[str, int] = {}
         self.reports: list[BatchReport] = []
 
     # -- foreachBatch entry point ---------------------------------------------------
@@ -215,8 +228,9 @@ class BatchProcessor:
             with session_confs(files.sparkSession, worker_read_confs(files.sparkSession) if in_workers else {}):
                 summary = chunks.select("kind", "table_name", "rows", "oldest_source_ts", "detail").collect()
             report.parse_seconds = round(time.monotonic() - started, 3)
-            drift, oldest = self._gather(summary, report)
+            drift, firsts, oldest = self._gather(summary, report)
             started = time.monotonic()
+            self._record_schema_changes(files.sparkSession, drift, firsts, marker, ingested_at, report)
             self._write(chunks, drift, marker, report)
             report.write_seconds = round(time.monotonic() - started, 3)
         finally:
@@ -228,17 +242,20 @@ class BatchProcessor:
     def _bronze_contracts(self, spark) -> dict[str, TableContract]:
         """The contracts as the bronze tables hold them (``TableContract.with_bronze_schema``)."""
         if self.bronze_columns is None:
+            self.schema_versions = schema_versions(read_history(self.lake))
             self.bronze_columns = {
                 table: _write_columns(contract.bronze_columns, table_state(spark, table_path(self.lake, table)), {})
                 for table, contract in self.contracts.items()}
         return {table: contract.with_bronze_schema(self.bronze_columns[table])
                 for table, contract in self.contracts.items()}
 
-    def _gather(self, summary: list, report: BatchReport) -> tuple[dict[str, dict[str, str]], dt.datetime | None]:
+    def _gather(self, summary: list, report: BatchReport) -> tuple[
+            dict[str, dict[str, str]], dict[str, dict[str, FirstSeen | None]], dt.datetime | None]:
         """The report's counts from the chunk details; per table that has rows, the columns its rows
-        add to bronze or hold in a wider type (name -> Spark type)."""
+        add to bronze or hold in a wider type (name -> Spark type), and where each was first seen."""
         file_bytes: dict[str, int] = {}
         drift: dict[str, dict[str, str]] = {}
+        firsts: dict[str, dict[str, FirstSeen | None]] = {}
         oldest: dt.datetime | None = None
         reasons: Counter[str] = Counter()
         for kind, table, rows, source_ts, detail in summary:
@@ -252,8 +269,10 @@ class BatchProcessor:
                 continue
             known = drift.setdefault(table, {})
             if kind == EVENT:
-                for name, column_type in json.loads(detail):
+                seen = firsts.setdefault(table, {})
+                for name, column_type, first in json.loads(detail):
                     known[name] = common_type(known[name], column_type) if name in known else column_type
+                    seen[name] = earliest(seen.get(name), FirstSeen.from_json(first))
                 report.events[table] = report.events.get(table, 0) + rows
                 if source_ts is not None and source_ts.tzinfo is not None:
                     source_ts = source_ts.astimezone(dt.UTC).replace(tzinfo=None)
@@ -264,7 +283,39 @@ class BatchProcessor:
                 reasons.update(json.loads(detail))
         report.files, report.bytes = len(file_bytes), sum(file_bytes.values())
         report.dead_letters_by_reason = dict(sorted(reasons.items()))
-        return drift, oldest
+        return drift, firsts, oldest
+
+    def _record_schema_changes(self, spark, drift: dict[str, dict[str, str]],
+                               firsts: dict[str, dict[str, FirstSeen | None]], marker: StreamMarker,
+                               recorded_at: dt.datetime, report: BatchReport) -> None:
+        """Record in ``bronze.schema_change`` what this batch adds to or widens in each table, before
+        the tables are written (in the batch's exactly-once commit: a replay records nothing twice)."""
+        if self.bronze_columns is None:
+            return
+        changes: list[SchemaChange] = []
+        versions: dict[str, int] = {}
+        for table in sorted(drift):
+            if not drift[table] or table not in self.bronze_columns:
+                continue
+            before = self.bronze_columns[table]
+            after = _write_columns(before, TimelineState(None, None, False), drift[table])
+            version = self.schema_versions.get(table, 1) + 1
+            found = schema_changes(table, before, after, version, firsts.get(table, {}))
+            if found:
+                changes.extend(found)
+                versions[table] = version
+        if not changes:
+            return
+        schema = utc_timestamps(arrow_schema(self.columns[SCHEMA_CHANGE_TABLE]))
+        names = [name for name, _ in self.columns[SCHEMA_CHANGE_TABLE]]
+        rows = spark.createDataFrame([tuple(c.as_row(recorded_at)[n] for n in names) for c in changes],
+                                     from_arrow_schema(schema))
+        path = table_path(self.lake, SCHEMA_CHANGE_TABLE)
+        outcome = write_once(rows, path, write_options(SCHEMA_CHANGE_TABLE), marker, SCHEMA_CHANGE_TABLE)
+        self._record(outcome, report)
+        if not outcome.skipped:  # a replayed batch: the history read at the start holds its versions
+            report.schema_versions.update(versions)
+            self.schema_versions.update(versions)
 
     def _write(self, chunks: DataFrame, drift: dict[str, dict[str, str]], marker: StreamMarker,
                report: BatchReport) -> None:

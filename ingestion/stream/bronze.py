@@ -3,7 +3,9 @@
 Every source table of the contracts becomes the Hudi table ``<lake>/bronze/<table>``: a
 change log, one row per event, copy-on-write, record key = primary key + ``_cdc_position``
 (``ComplexKeyGenerator``), partitioned Hive-style by ``_cdc_source_date``. Bad lines go to
-``<lake>/bronze/dead_letter`` keyed by a hash of topic + raw line, not partitioned.
+``<lake>/bronze/dead_letter`` keyed by a hash of topic + raw line, not partitioned. Each
+change a source's events make to a bronze table's schema (policy ``evolve``) is recorded in
+``<lake>/bronze/schema_change`` (``ingestion.stream.schema_history``), not partitioned.
 
 Why these options (docs/architecture.md, "Bronze on Apache Hudi"):
 
@@ -42,6 +44,24 @@ DEAD_LETTER_TABLE = "dead_letter"
 DEAD_LETTER_KEY = "dead_letter_id"
 #: Dead-letter table columns: the key, then the parser's dead-letter row columns.
 DEAD_LETTER_TABLE_COLUMNS: tuple[tuple[str, str], ...] = ((DEAD_LETTER_KEY, "string"), *DEAD_LETTER_COLUMNS)
+SCHEMA_CHANGE_TABLE = "schema_change"
+SCHEMA_CHANGE_KEY = "schema_change_id"
+#: The schema history's columns: one row per column a batch added to a bronze table or widened.
+SCHEMA_CHANGE_TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
+    (SCHEMA_CHANGE_KEY, "string"),  # <table>:<schema_version>:<column>
+    ("table_name", "string"),
+    ("schema_version", "int"),  # 1 is the contract; each batch changing the table adds one
+    ("column_name", "string"),
+    ("change", "string"),  # added | widened
+    ("from_type", "string"),  # the bronze type before (null for an added column)
+    ("to_type", "string"),
+    ("first_topic", "string"),  # the first event of the batch that carried the change
+    ("first_kafka_partition", "int"),
+    ("first_kafka_offset", "bigint"),
+    ("first_landing_file", "string"),
+    ("first_source_ts", "timestamp"),
+    ("recorded_at", "timestamp"),
+)
 #: The commit-metadata key prefix of the project's markers (``hoodie.datasource.write.commitmeta.key.prefix``).
 COMMIT_METADATA_PREFIX = "lakehouse."
 
@@ -138,13 +158,13 @@ def bronze_options(contract: TableContract) -> dict[str, str]:
     }
 
 
-def dead_letter_options() -> dict[str, str]:
-    """Hudi write options of ``bronze.dead_letter`` (not partitioned)."""
+def unpartitioned_options(table: str, key: str) -> dict[str, str]:
+    """Hudi write options of an unpartitioned table the ingestion writes (dead letters, schema history)."""
     return {
         **COMMON_OPTIONS,
-        "hoodie.table.name": DEAD_LETTER_TABLE,
+        "hoodie.table.name": table,
         "hoodie.database.name": DATABASE,
-        "hoodie.datasource.write.recordkey.field": DEAD_LETTER_KEY,
+        "hoodie.datasource.write.recordkey.field": key,
         "hoodie.datasource.write.partitionpath.field": "",
         "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
         **hoodie_overrides(),
@@ -156,19 +176,26 @@ def bronze_contracts() -> dict[str, TableContract]:
     return dict(load_contracts())
 
 
+#: The tables the ingestion writes beside the source tables: name -> (record key, columns).
+INGESTION_TABLES: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
+    DEAD_LETTER_TABLE: (DEAD_LETTER_KEY, DEAD_LETTER_TABLE_COLUMNS),
+    SCHEMA_CHANGE_TABLE: (SCHEMA_CHANGE_KEY, SCHEMA_CHANGE_TABLE_COLUMNS),
+}
+
+
 def all_table_names() -> list[str]:
-    return [*bronze_contracts(), DEAD_LETTER_TABLE]
+    return [*bronze_contracts(), *INGESTION_TABLES]
 
 
 def table_columns() -> dict[str, tuple[tuple[str, str], ...]]:
-    """The contract columns of every table the ingestion writes (bronze tables and dead letters)."""
+    """The contract columns of every table the ingestion writes (bronze tables, dead letters, schema history)."""
     columns = {name: contract.bronze_columns for name, contract in bronze_contracts().items()}
-    columns[DEAD_LETTER_TABLE] = DEAD_LETTER_TABLE_COLUMNS
+    columns.update({name: spec[1] for name, spec in INGESTION_TABLES.items()})
     return columns
 
 
 def write_options(table: str) -> dict[str, str]:
     """Hudi write options of any table the ingestion writes."""
-    if table == DEAD_LETTER_TABLE:
-        return dead_letter_options()
+    if table in INGESTION_TABLES:
+        return unpartitioned_options(table, INGESTION_TABLES[table][0])
     return bronze_options(bronze_contracts()[table])

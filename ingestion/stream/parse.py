@@ -326,10 +326,11 @@ class LineParser:
         """``event_table`` of Python-parsed rows plus ``SEQ``: each row's line in the chunk."""
         return self.event_table(table, events).append_column(SEQ, pa.array(seq, pa.int64()))
 
-    def changed_columns(self, table: str, schema: pa.Schema) -> list[list[str]]:
-        """[name, Spark type] of each column of a chunk of ``table`` that bronze lacks or holds in another type."""
+    def changed_columns(self, table: str, data: pa.Table) -> list[list]:
+        """[name, Spark type, first seen] of each column of a chunk of ``table`` that bronze lacks or
+        holds in another type; first seen: the position of the chunk's first row with a value in it."""
         known = self.schemas[table]
-        return [[f.name, spark_type(f.type)] for f in schema
+        return [[f.name, spark_type(f.type), first_seen(data, f.name)] for f in data.schema
                 if f.name != SEQ and (f.name not in known.names or known.field(f.name).type != f.type)]
 
     def chunk_batch(self, file_bytes: dict[str, int], tables: dict[str, pa.Table], dead: list[DeadLetter],
@@ -346,7 +347,7 @@ class LineParser:
             names.append(table)
             counts.append(data.num_rows)
             oldest.append(pc.min(data.column("_cdc_source_ts")).as_py())
-            details.append(json.dumps(self.changed_columns(table, data.schema)))
+            details.append(json.dumps(self.changed_columns(table, data)))
             payloads.append(to_ipc(data))
         if dead:
             kinds.append(DEAD)
@@ -398,6 +399,20 @@ def _column_as(column: pa.ChunkedArray, kind: pa.DataType) -> pa.ChunkedArray:
     if pa.types.is_string(kind):  # text: as the parser renders a value in a text column
         return pa.chunked_array([pa.array([as_text(v) for v in column.to_pylist()], kind)])
     return column.cast(kind)
+
+
+def first_seen(data: pa.Table, column: str) -> dict:
+    """The position (topic, Kafka partition and offset, landing file, source time) of the first row of
+    ``data`` holding a value in ``column`` (its first row when none does): where a change was seen."""
+    valid = pc.is_valid(data.column(column))
+    index = pc.index(valid, True).as_py()
+    row = data.slice(index if index >= 0 else 0, 1).select(
+        ["_cdc_topic", "_cdc_kafka_partition", "_cdc_kafka_offset", "_cdc_landing_file", "_cdc_source_ts"]
+    ).to_pylist()[0]
+    source_ts = row["_cdc_source_ts"]
+    return {"topic": row["_cdc_topic"], "partition": row["_cdc_kafka_partition"], "offset": row["_cdc_kafka_offset"],
+            "landing_file": row["_cdc_landing_file"],
+            "source_ts": source_ts.isoformat() if source_ts is not None else None}
 
 
 def event_column_types(events: list[BronzeEvent]) -> dict[str, str]:

@@ -13,6 +13,7 @@ from ingestion.sources.landing import count_landed_files, topics_root
 from ingestion.stream.bronze import DEAD_LETTER_TABLE, all_table_names, bronze_contracts, spark_type, table_path
 from ingestion.stream.checkpoint import checkpoint_dir, normalize_location
 from ingestion.stream.reading import completed_commits, is_table, read_latest, row_count, schema
+from ingestion.stream.schema_history import read_history, schema_versions
 
 
 @dataclass
@@ -25,6 +26,7 @@ class TableStatus:
     rows: int = 0
     commit_age_seconds: float | None = None
     drift_columns: list[str] = field(default_factory=list)  # columns bronze gained beyond the contract
+    schema_version: int | None = None  # 1: the contract; one more per batch that changed it (bronze.schema_change)
     widened_columns: list[str] = field(default_factory=list)  # "name contract->bronze" types
     dead_letters: int = 0
     dead_letters_by_reason: dict[str, int] = field(default_factory=dict)
@@ -85,7 +87,9 @@ def processed_files(checkpoint: Path) -> int | None:
     return len(seen)
 
 
-def table_status(lake: str, table: str, registered: set[str] | None, now: dt.datetime) -> TableStatus:
+def table_status(lake: str, table: str, registered: set[str] | None, now: dt.datetime,
+                 versions: dict[str, int] | None = None) -> TableStatus:
+    """``versions``: the schema versions of the lake's tables when the caller has read them (``schema_versions``)."""
     path = table_path(lake, table)
     known = None if registered is None else table in registered
     if not is_table(path):
@@ -98,6 +102,9 @@ def table_status(lake: str, table: str, registered: set[str] | None, now: dt.dat
         status.rows = row_count(path)
     contracts = bronze_contracts()
     if table in contracts:
+        if versions is None:
+            versions = schema_versions(read_history(lake))
+        status.schema_version = versions.get(table, 1)
         expected = dict(contracts[table].bronze_columns)
         for bronze in schema(path):
             if bronze.name not in expected:
@@ -113,7 +120,8 @@ def lake_status(lake: str, landing: str, checkpoints_root: Path, registered: set
                 sync_error: str | None = None) -> LakeStatus:
     """``registered``: the tables of the bronze database the Thrift server knows (None: not asked)."""
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    tables = [table_status(lake, t, registered, now) for t in all_table_names()]
+    versions = schema_versions(read_history(lake))
+    tables = [table_status(lake, t, registered, now, versions) for t in all_table_names()]
     dead_path = table_path(lake, DEAD_LETTER_TABLE)
     if is_table(dead_path):
         dead = read_latest(dead_path, ["table_name", "reason"])

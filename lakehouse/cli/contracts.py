@@ -1,5 +1,5 @@
-"""``lakehouse contracts generate|diff``: a contracts file from Debezium's own schemas, and what the
-events carry that the contracts do not."""
+"""``lakehouse contracts generate|diff|history``: a contracts file from Debezium's own schemas, what the
+events carry that the contracts do not, and what the events changed in bronze (its schema history)."""
 
 from __future__ import annotations
 
@@ -115,6 +115,28 @@ def _diff(args: argparse.Namespace) -> int:
     return 1 if differing else 0
 
 
+def _history(args: argparse.Namespace) -> int:
+    from ingestion.stream.schema_history import read_history
+    from lakehouse.config import load_settings
+
+    lake = args.lake or load_settings().lake
+    rows = [r for r in read_history(lake) if args.table is None or r["table_name"] == args.table]
+    if args.json:
+        print(json.dumps(rows, default=str, indent=2))
+        return 0
+    if not rows:
+        print(f"no schema change recorded in {lake}" + (f" for {args.table}" if args.table else "")
+              + ": every bronze table is at version 1, its contract")
+        return 0
+    for row in rows:
+        kinds = (f"{row['from_type']} -> {row['to_type']}" if row["change"] == "widened" else row["to_type"])
+        first = (f"{row['first_topic']} partition {row['first_kafka_partition']} offset {row['first_kafka_offset']}"
+                 + (f" ({row['first_landing_file']})" if row["first_landing_file"] else ""))
+        print(f"{row['table_name']} v{row['schema_version']}: {row['change']} {row['column_name']} {kinds}; "
+              f"first seen {first}, source time {row['first_source_ts']}; recorded {row['recorded_at']}")
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("contracts", help="table contracts (ingestion/cdc/contracts/*.yml)")
     sub = parser.add_subparsers(dest="contracts_command", metavar="ACTION", required=True)
@@ -135,3 +157,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="event files (the last event of each; the key is the contract's unless --primary-key)")
     diff.add_argument("--primary-key", metavar="COLS", help="key columns for --from-event")
     diff.set_defaults(func=_diff)
+    history = sub.add_parser("history", help="the changes the events made to the bronze tables' schemas "
+                             "(version, column, types, first position seen)")
+    history.add_argument("--table", help="one table (default: all)")
+    history.add_argument("--lake", help="lake root (default: $LAKEHOUSE_LAKE)")
+    history.add_argument("--json", action="store_true", help="print JSON rows")
+    history.set_defaults(func=_history)

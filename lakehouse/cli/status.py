@@ -51,6 +51,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _drift(item) -> str:
+    """``v3: +vip, ~venueseats int->bigint``: the schema version and what bronze holds beyond the contract."""
+    changes = ", ".join([f"+{n}" for n in item.drift_columns] + [f"~{w}" for w in item.widened_columns])
+    if item.schema_version and item.schema_version > 1:
+        return f"v{item.schema_version}: {changes}" if changes else f"v{item.schema_version}"
+    return changes or "-"
+
+
 def _print_table(status) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -66,8 +74,7 @@ def _print_table(status) -> None:
         age = "-" if item.commit_age_seconds is None else f"{item.commit_age_seconds:.0f}s"
         reasons = ", ".join(f"{k}={v}" for k, v in item.dead_letters_by_reason.items())
         table.add_row(item.table, item.last_commit or "-", registered, str(item.rows), age,
-                      ", ".join([f"+{n}" for n in item.drift_columns] + [f"~{w}" for w in item.widened_columns])
-                      or "-",
+                      _drift(item),
                       f"{item.dead_letters} ({reasons})" if item.dead_letters else "0")
     console = Console()
     console.print(table)

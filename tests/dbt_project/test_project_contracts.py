@@ -64,12 +64,15 @@ def test_every_source_column_is_described_and_freshness_is_set(table: str) -> No
     assert config.get("freshness", {}).get("error_after"), f"{table}: no freshness error_after"
 
 
-def test_dead_letter_source_matches_the_ingestion_table() -> None:
-    from ingestion.stream.bronze import DEAD_LETTER_TABLE_COLUMNS
+@pytest.mark.parametrize("table", ["dead_letter", "schema_change"])
+def test_ingestion_sources_match_the_ingestion_tables(table: str) -> None:
+    from ingestion.stream.bronze import INGESTION_TABLES
 
-    source = _sources()["dead_letter"]
+    source = _sources()[table]
+    assert source["source"] == "ingestion"
     declared = [(c["name"], c.get("data_type")) for c in source["columns"]]
-    assert declared == [*DEAD_LETTER_TABLE_COLUMNS, ("_hoodie_commit_time", "string")]
+    assert declared == [*INGESTION_TABLES[table][1], ("_hoodie_commit_time", "string")]
+    assert all(str(c.get("description", "")).strip() for c in source["columns"])
 
 
 def test_bronze_metadata_columns_reach_staging() -> None:

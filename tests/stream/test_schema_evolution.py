@@ -82,7 +82,7 @@ def _land(landing: Path) -> None:
 
 
 def test_added_and_widened_columns_land_typed_and_incompatible_ones_are_dead_letters(
-        tmp_path, spark, thrift_server) -> None:
+        tmp_path, spark, thrift_server, capsys) -> None:
     _land(tmp_path / "landing")
     run = ingest(spark, tmp_path, DATABASE, thrift_server, max_files_per_trigger=1)
     assert len(run.summary.reports) == 3
@@ -110,3 +110,44 @@ def test_added_and_widened_columns_land_typed_and_incompatible_ones_are_dead_let
     assert (status.drift_columns, status.widened_columns) == (["vip", "note"], ["venueseats int->bigint"])
     changes = [report.drift for report in run.summary.reports]
     assert changes[1] == {"venue": ["venueseats bigint", "vip boolean"]}
+    assert status.schema_version == 3
+    _check_the_schema_history(run, spark, tmp_path, thrift_server, capsys)
+
+
+def _landed(file_index: int, offset: int) -> tuple[str, int, int, str]:
+    """(topic, partition, offset, landing file) of the event at ``offset`` in the ``file_index``th file of ``_land``."""
+    suffix = ["0000000000.json", "0000000002.avro", "0000000004.json"][file_index]
+    return TOPIC, 0, offset, f"{TOPIC}+0+{suffix}"
+
+
+def _check_the_schema_history(run, spark, tmp_path: Path, thrift_server, capsys) -> None:
+    """``bronze.schema_change``: one version per batch that changed the table (1 is the contract), each
+    change with the first event carrying it (offsets from the landing layout above), shown by
+    ``lakehouse contracts history``; the same events again under a new checkpoint record nothing twice."""
+    history = [r for r in hudi_rows(run.lake / "bronze" / "schema_change")]
+    got = sorted((r["table_name"], r["schema_version"], r["column_name"], r["change"], r["from_type"], r["to_type"],
+                  (r["first_topic"], r["first_kafka_partition"], r["first_kafka_offset"],
+                   Path(r["first_landing_file"]).name), r["first_source_ts"]) for r in history)
+    # the Avro file's first event (offset 2, source time ts_ms of lsn 13) carries vip and the wide
+    # venueseats; the third file's schemaless line (offset 6, lsn 17) the note
+    ts = dt.datetime.fromtimestamp(1_700_000_000, dt.UTC).replace(tzinfo=None)
+    assert got == [
+        ("venue", 2, "venueseats", "widened", "int", "bigint", _landed(1, 2), ts + dt.timedelta(milliseconds=13)),
+        ("venue", 2, "vip", "added", None, "boolean", _landed(1, 2), ts + dt.timedelta(milliseconds=13)),
+        ("venue", 3, "note", "added", None, "string", _landed(2, 6), ts + dt.timedelta(milliseconds=17)),
+    ]
+    # registered beside the dead letters: analysts and dbt read it
+    assert sorted(thrift_server.sql(f"SELECT schema_version, column_name FROM {DATABASE}.schema_change")) \
+        == [(2, "venueseats"), (2, "vip"), (3, "note")]
+    from lakehouse.cli import main
+
+    capsys.readouterr()
+    assert main(["contracts", "history", "--lake", str(run.lake), "--table", "venue"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("venue v2: widened venueseats int -> bigint; first seen tickit.ems.venue partition 0 "
+                               "offset 2 ")
+    assert lines[2].startswith("venue v3: added note string; first seen tickit.ems.venue partition 0 offset 6 ")
+    # the same events again under a new checkpoint: bronze already holds every change, none is recorded again
+    again = ingest(spark, tmp_path, DATABASE, thrift_server, max_files_per_trigger=1, reset=True)
+    assert all(not report.schema_versions for report in again.summary.reports)
+    assert len(hudi_rows(run.lake / "bronze" / "schema_change")) == 3
