@@ -126,6 +126,17 @@ def _write_columns(base: tuple[tuple[str, str], ...], state: TimelineState,
     return tuple(types.items())
 
 
+#: Options of a commit that widens a column: its schema is the batch's (which holds every column of
+#: the table, ``_write_columns``), not the table's narrower one reconciled with it.
+WIDENING_OPTIONS = {"hoodie.datasource.write.reconcile.schema": "false"}
+
+
+def widens_table(state: TimelineState, columns: tuple[tuple[str, str], ...]) -> bool:
+    """Whether writing ``columns`` changes the type of a column the table has (a widening)."""
+    current = {name: kind for name, kind in state.column_types if kind is not None}
+    return any(name in current and current[name] != kind for name, kind in columns)
+
+
 def first_delivery(data: DataFrame, keys: list[str], order: list[str]) -> DataFrame:
     """One row per record key: the first delivery (lowest Kafka partition/offset, then file name)."""
     window = Window.partitionBy(*keys).orderBy(*(F.col(c).asc_nulls_last() for c in order))
@@ -336,10 +347,15 @@ class BatchProcessor:
         widens (``changed``). Columns added by earlier batches are written as nulls when this
         batch lacks them: Hudi reconciles a batch that only lacks columns, but not one that lacks
         some and adds others. A widened column is written in its wider type, which Hudi's schema
-        evolution on write promotes the table column to (int -> long)."""
+        evolution on write promotes the table column to (int -> long): the commit's schema is then
+        the batch's own (``widening_options``), as Hudi's reconciliation keeps the table's narrower
+        type when the batch adds no column, and fails converting the batch's values to it."""
         path = table_path(self.lake, table)
         state = table_state(chunks.sparkSession, path)
         columns = _write_columns(self.columns[table], state, changed)
+        options = write_options(table)
+        if widens_table(state, columns):
+            options = {**options, **WIDENING_OPTIONS}
         schema = arrow_schema(columns)
         decode = functools.partial(decode_chunks, table=table, schema=schema)
         rows = chunks.where(F.col("table_name") == table).select("table_name", "payload").mapInArrow(
@@ -351,7 +367,7 @@ class BatchProcessor:
             unique = first_delivery(rows, keys, _DELIVERY_ORDER["bronze"])
         unique = unique.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            outcome = write_once(unique, path, write_options(table), marker, table, state)
+            outcome = write_once(unique, path, options, marker, table, state)
             outcome.rows = unique.count() if not outcome.skipped else None
         finally:
             unique.unpersist()

@@ -3,8 +3,10 @@
 The scenario of the schema-change policy (``evolve``, the default), in a copy of the
 project, in both landing formats (JSON with ``schemas.enable=true`` and Avro):
 
-* phase 1, the original schemas: ``user`` (SQL Server, JSON), ``venue`` (PostgreSQL, Avro)
-  and ``event`` (PostgreSQL, JSON) get inserts and updates;
+* phase 1, the original schemas: the simulator's TICKIT snapshot and changes (every table,
+  so that the whole build has data), then ``user`` (SQL Server, JSON), ``venue``
+  (PostgreSQL, Avro) and ``event`` (PostgreSQL, JSON) get inserts, updates and a delete of
+  keys of their own;
 * phase 2, after DDL at the sources: ``user`` gains a nullable boolean ``vip`` (Avro),
   ``venue`` widens ``venueseats`` from int to bigint (JSON, one value beyond int),
   ``event`` drops its nullable ``starttime`` (Avro), a table nobody declared
@@ -15,12 +17,13 @@ Each phase is ingested (``lakehouse ingest --once``) and followed by the whole
 ``dbt build`` (incremental, never ``--full-refresh``). In phase 2 the new table is onboarded
 with ``lakehouse tables add`` from one of its landed events, its held events replayed from
 the dead letters. The events are written with the simulator's encoders from contracts
-altered as the DDL alters the tables. The oracle is the events replayed in plain Python
-under the documented policy (an added column holds the events' values and null before;
-a dropped column is null in rows changed after the drop; last event per key wins, a delete
-removes the key), compared with every published silver relation through the Thrift
-server; bronze must hold every event but the incompatible one, which is the only dead
-letter left, and the schema history must name each change.
+altered as the DDL alters the tables. The oracle is the simulator's own model of the
+source rows plus the scenario's events replayed in plain Python under the documented
+policy (an added column holds the events' values, null before; a dropped column is null in
+rows changed after the drop; the last event of a key wins, a delete removes the key),
+compared with every published silver relation through the Thrift server. Bronze must
+hold every event but the incompatible one, which is the only dead letter left, and the
+schema history must name each change.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from ingestion.cdc.contracts import Column, TableContract, load_contracts
 from simulator.avro import AvroRowEncoder, container_bytes
 from simulator.connectors import PostgresLog, SourceLog, SqlServerLog
 from simulator.encode import WRAPPED, RowEncoder
+from simulator.oracle import load_oracle
 from tests.dbt_project.silver_oracle import SILVER_COLUMNS, normalize
 from tests.onboarding.test_tables_add import ROOT, copy_project
 from tests.stream.judge import hudi_rows
@@ -49,24 +53,27 @@ pytestmark = pytest.mark.slow
 DBT = Path(sys.executable).with_name("dbt")
 LAYER_SCHEMAS = ("bronze", "staging", "silver", "gold", "seeds", "snapshots")
 BIG = 5_000_000_000
+BASE = 900_000  # the scenario's keys: beyond the simulator's
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
 
 def _user(userid: int, **changes) -> dict:
     likes = {f"like{x}": (userid + i) % 3 == 0 for i, x in enumerate(
         ("sports", "theatre", "concerts", "jazz", "classical", "opera", "rock", "vegas", "broadway", "musicals"))}
+    userid += BASE
     return {"userid": userid, "username": f"USR{userid:05d}", "firstname": f"First{userid}",
             "lastname": f"Last{userid}", "city": "Albany", "state": "NY", "email": f"u{userid}@example.com",
             "phone": "(555) 555-0100", **likes, **changes}
 
 
 def _venue(venueid: int, **changes) -> dict:
-    return {"venueid": venueid, "venuename": f"Hall {venueid}", "venuecity": "Boston", "venuestate": "MA",
+    return {"venueid": BASE + venueid, "venuename": f"Hall {venueid}", "venuecity": "Boston", "venuestate": "MA",
             "venueseats": 1000 * venueid, **changes}
 
 
 def _event(eventid: int, **changes) -> dict:
-    return {"eventid": eventid, "venueid": 1 + eventid % 3, "catid": 1, "dateid": 1827, "eventname": f"Show {eventid}",
+    return {"eventid": BASE + eventid, "venueid": BASE + 1 + eventid % 3, "catid": 1, "dateid": 1827,
+            "eventname": f"Show {eventid}",
             "starttime": dt.datetime(2026, 2, 1, 20, 0) + dt.timedelta(days=eventid), **changes}
 
 
@@ -86,7 +93,9 @@ class Sources:
 
     def __init__(self, landing: Path):
         self.landing = landing
-        self.logs: dict[str, SourceLog] = {"postgres": PostgresLog(), "sqlserver": SqlServerLog()}
+        # positions beyond the simulator's (its logs start at these too)
+        self.logs: dict[str, SourceLog] = {"postgres": PostgresLog({"lsn": 1 << 40, "tx_id": 1 << 20}),
+                                           "sqlserver": SqlServerLog({"lsn": 1 << 60})}
         self.offsets: dict[str, int] = {}
         self.events: list[tuple[TableContract, Change, int]] = []  # (contract, change, offset)
         self.rng = random.Random(7)
@@ -96,7 +105,7 @@ class Sources:
         """One landing file of ``contract``'s topic holding ``changes`` (each its own transaction), in the
         shape Debezium writes with ``contract`` as the table's schema (``wrapped``: the schema in the event)."""
         topic = contract.topics[0]
-        start = self.offsets.get(topic, 0)
+        start = self.offsets.get(topic, _next_offset(self.landing, topic))
         log = self.logs[contract.connector]
         json_encoder, avro_encoder = RowEncoder(contract), AvroRowEncoder(contract)
         lines, records = [], []
@@ -121,9 +130,14 @@ class Sources:
         return path
 
     def replay(self, table: str, columns: list[str], rejected: set[tuple[str, int]]) -> dict[int, tuple]:
-        """The live rows of ``table`` (key -> values of ``columns``): every event in source order under
-        the policy ``evolve`` (a column an event lacks is null in the row it writes)."""
+        """The live rows of ``table`` (key -> values of ``columns``): the simulator's, then every event of
+        the scenario in source order under the policy ``evolve`` (a column an event lacks is null in the
+        row it writes)."""
         rows: dict[int, tuple] = {}
+        if table in load_contracts():
+            key_column = load_contracts()[table].primary_key[0]
+            for row in load_oracle(str(self.landing)).live_rows(table):
+                rows[row[key_column]] = tuple(normalize(row.get(c)) for c in columns)
         for contract, change, offset in self.events:
             if contract.name != table or (contract.topics[0], offset) in rejected:
                 continue
@@ -133,6 +147,15 @@ class Sources:
             else:
                 rows[key] = tuple(normalize(change.row.get(c)) for c in columns)
         return rows
+
+
+def _next_offset(landing: Path, topic: str) -> int:
+    """The offset after the last record the simulator landed on partition 0 of ``topic`` (JSON lines)."""
+    end = 0
+    for path in (landing / "topics" / topic).rglob(f"{topic}+0+*.json"):
+        start = int(path.name.rsplit("+", 1)[1].split(".")[0])
+        end = max(end, start + len(path.read_bytes().splitlines()))
+    return end
 
 
 def _altered(contract: TableContract, *, add: tuple[Column, ...] = (), retype: dict[str, str] | None = None,
@@ -206,6 +229,8 @@ def test_added_widened_and_dropped_columns_and_a_new_table_reach_silver_without_
     tables = {name: SILVER_COLUMNS[name] for name in ("user", "venue", "event")}
 
     # -- phase 1: the original schemas ---------------------------------------------------------
+    _run(project, env, "simulate", "--scale", "0.01", "--changes", "300", "--seed", "3", "--partitions", "1",
+         "--format", "json", "--start-time", "2026-01-01T00:00:00", "--quiet")
     sources.land(user, [Change("user", "c", _user(i)) for i in (1, 2, 3, 4)]
                  + [Change("user", "u", _user(2, city="Troy"))], "json")
     sources.land(venue, [Change("venue", "c", _venue(i)) for i in (1, 2, 3)]
@@ -253,13 +278,14 @@ def test_added_widened_and_dropped_columns_and_a_new_table_reach_silver_without_
     users = {row[0]: row[1] for row in thrift_server.sql("describe silver.users")}
     venues = {row[0]: row[1] for row in thrift_server.sql("describe silver.venues")}
     assert (users["vip"], venues["venue_seats"]) == ("boolean", "bigint")
-    assert thrift_server.sql("select venue_seats from silver.venues where venue_id = 1") == [(BIG,)]
+    assert thrift_server.sql(f"select venue_seats from silver.venues where venue_id = {BASE + 1}") == [(BIG,)]
 
-    # nothing lost: bronze holds every event but the incompatible one, the only dead letter left
-    for table in ("user", "venue", "event", "promotion"):
+    # nothing lost: bronze holds every event of the scenario but the incompatible one, the only dead letter
+    for table, key in (("user", "userid"), ("venue", "venueid"), ("event", "eventid"), ("promotion", "promoid")):
         landed = sum(1 for c, change, offset in sources.events
                      if c.name == table and (c.topics[0], offset) not in rejected)
-        assert len(hudi_rows(lake / "bronze" / table)) == landed, table
+        stored = [r for r in hudi_rows(lake / "bronze" / table) if table == "promotion" or r[key] > BASE]
+        assert len(stored) == landed, table
     dead = [(d["reason"], d["topic"], d["kafka_offset"]) for d in hudi_rows(lake / "bronze" / "dead_letter")]
     assert dead == [("incompatible_schema", venue.topics[0], *[o for _, o in rejected])]
 
