@@ -27,7 +27,6 @@ import dataclasses
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -40,17 +39,12 @@ from rich.table import Table
 
 from lakehouse.config import load_settings
 from lakehouse.services import thrift
+from lakehouse.services.ports import free_port
 from simulator.oracle import load_oracle
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 console = Console()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Instance:

@@ -48,6 +48,7 @@ from ingestion.stream import IngestOptions, run_ingest
 from ingestion.stream.fast_parse import PARSER_ENV, PARSER_MODES
 from lakehouse.config import load_settings
 from lakehouse.services import kafka
+from lakehouse.services.ports import free_port
 from simulator.kafka_producer import landed_files, produce_landing
 from simulator.simulation import SimulationOptions, run_simulation
 
@@ -111,14 +112,14 @@ def start_broker(home: Path) -> kafka.BrokerConfig:
     The caller stops it by PID (``kafka.stop``) in a ``finally``; a start that fails stops what it
     started (a broker may be running without answering) before raising.
     """
-    config = kafka.broker_config(dataclasses.replace(load_settings(), home=home), kafka.free_port())
+    config = kafka.broker_config(dataclasses.replace(load_settings(), home=home), free_port())
     try:
         try:
             kafka.start(config)
         except kafka.KafkaError as exc:  # e.g. another process took the free port first: once more, on another
             print(f"the benchmark's broker did not start ({exc}); trying another port", flush=True)
             kafka.stop(config)
-            config = kafka.broker_config(config.settings, kafka.free_port())
+            config = kafka.broker_config(config.settings, free_port())
             kafka.start(config)
     except BaseException:
         kafka.stop(config)

@@ -29,6 +29,7 @@ from ingestion.stream import IngestOptions, run_ingest
 from lakehouse import real_sources
 from lakehouse.config import load_settings
 from lakehouse.services import databases, kafka, thrift
+from lakehouse.services.ports import free_port
 
 GOAL_P95 = 5.0
 #: (system, table, key column, changed column) probed per sample.
@@ -72,8 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     home = Path(tempfile.mkdtemp(prefix="bench-real-freshness-"))
     settings = dataclasses.replace(load_settings(), home=home, lake=str(home / "lake"),
-                                   landing=str(home / "landing"), thrift_port=kafka.free_port())
-    broker = kafka.broker_config(settings, kafka.free_port())
+                                   landing=str(home / "landing"), thrift_port=free_port())
+    broker = kafka.broker_config(settings, free_port())
     stop = threading.Event()
     thread = None
     try:

@@ -17,13 +17,7 @@ import pytest
 
 from lakehouse.config import Settings, load_settings
 from lakehouse.services import kafka, thrift
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from lakehouse.services.ports import free_port
 
 
 def settings_for(home: Path, port: int) -> Settings:

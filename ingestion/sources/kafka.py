@@ -155,7 +155,8 @@ def _keyed_records(consumer, topic: str, partition: int, start: int, high: int,
     consumer.assign([TopicPartition(topic, partition, start)])
     read = start
     while read < high:
-        batch = consumer.consume(500, timeout=timeout)
+        # no more than the partition still holds: ``consume`` waits its whole timeout for a count never reached
+        batch = consumer.consume(min(500, high - read), timeout=timeout)
         if not batch:
             return
         for message in batch:

@@ -29,7 +29,7 @@ from ingestion.jvm import JvmDependencyError, classpath
 from lakehouse.config import Settings
 from lakehouse.services import registry
 from lakehouse.services.databases import Database
-from lakehouse.services.kafka import free_port
+from lakehouse.services.ports import free_port
 from lakehouse.services.thrift import ThriftError, java_executable, tail
 
 SERVICE = "connect"

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from lakehouse.config import Settings
 from lakehouse.services import registry
-from lakehouse.services.kafka import free_port
+from lakehouse.services.ports import free_port
 from lakehouse.services.thrift import port_open, tail
 
 USER = "lakehouse"

@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
-import socket
 import subprocess
 import time
 import uuid
@@ -25,6 +24,7 @@ from pathlib import Path
 from ingestion.jvm import JvmDependencyError, classpath
 from lakehouse.config import Settings
 from lakehouse.services import registry
+from lakehouse.services.ports import free_port
 from lakehouse.services.thrift import ThriftError, java_executable, port_open, tail
 
 SERVICE = "kafka"
@@ -96,12 +96,6 @@ def kafka_dir(settings: Settings | BrokerConfig) -> Path:
 
 def log_file(settings: Settings | BrokerConfig) -> Path:
     return settings.logs_dir / "kafka.log"
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def server_properties(settings: BrokerConfig, controller_port: int) -> str:

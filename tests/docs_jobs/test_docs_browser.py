@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from lakehouse.config import PROJECT_DIR
+from lakehouse.services.ports import free_port
 
 pytestmark = pytest.mark.browser
 
@@ -48,14 +49,6 @@ def lakehouse(args: list[str], env: dict[str, str], timeout: float = 600) -> sub
     code = "import sys; from lakehouse.cli import main; sys.exit(main())"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           env={**os.environ, **env}, timeout=timeout)
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -19,15 +19,10 @@ import boto3
 import pytest
 
 from lakehouse.docs_site.publish import PublishError, publish_site
+from lakehouse.services.ports import free_port
 from lakehouse.services.registry import process_start_ticks
 
 FAKE_AWS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def lakehouse(args: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:

@@ -26,6 +26,7 @@ import yaml
 from lakehouse.config import PROJECT_DIR, load_settings
 from lakehouse.jobs.history import list_runs, load_run
 from lakehouse.services import thrift
+from lakehouse.services.ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -34,14 +35,6 @@ def lakehouse_popen(args: list[str], env: dict[str, str]) -> subprocess.Popen:
     code = "import sys; from lakehouse.cli import main; sys.exit(main())"
     return subprocess.Popen([sys.executable, "-c", code, *args], env={**os.environ, **env},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ def distinct_changes(bootstrap: str, topics: list[str]) -> dict[str, int]:
             consumer.assign([TopicPartition(topic, 0, low)])
             read = low
             while read < high:
-                for message in consumer.consume(500, timeout=5):
+                for message in consumer.consume(min(500, high - read), timeout=5):
                     if message.error():
                         continue
                     read = message.offset() + 1
