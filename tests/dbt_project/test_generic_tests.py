@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.dbt_project.conftest import DbtLakehouse
 
 
@@ -12,6 +14,7 @@ def _failures(lakehouse: DbtLakehouse) -> dict[str, int]:
     return {r["unique_id"].split(".")[2]: r["failures"] for r in results["results"] if r["status"] == "fail"}
 
 
+@pytest.mark.slow  # 45 s of dbt runs: the default suite stays under its 20 minutes
 def test_not_null_columns_names_each_column_holding_a_null(lakehouse: DbtLakehouse) -> None:
     lakehouse.dbt.run("run", "-s", "+sales_cdc_state")
     assert lakehouse.dbt.run("test", "-s", "sales_cdc_state").returncode == 0
