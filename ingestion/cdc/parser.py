@@ -580,12 +580,14 @@ def _typed(
     kind = column_type
     try:
         if schema is not None:
+            wider = schema_type(schema) if contract.schema_changes == EVOLVE else None
             try:
                 check_schema_compatible(column_type, schema)
             except SchemaMismatch:
-                wider = schema_type(schema) if contract.schema_changes == EVOLVE else None
                 if wider is None or not widens(column_type, wider):
                     raise
+            # a wider type of the same kind (a decimal's precision) passes the check: it widens too
+            if wider is not None and widens(column_type, wider):
                 kind = wider
         return decode_value(image[name], kind, contract.connector, schema), kind
     except SchemaMismatch as exc:

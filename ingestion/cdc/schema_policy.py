@@ -7,7 +7,8 @@ or per table; docs/architecture.md, "Schema changes"):
   contract lacks is added to the bronze table, after the ``_cdc_*`` columns (Hudi appends
   new columns), with the type the event's own schema gives (JSON with
   ``schemas.enable=true``, Avro) or as text when the event carries no schema; older rows
-  read it as null. A type the event's schema widens (``int`` to ``bigint``) widens the
+  read it as null. A type the event's schema widens (``int`` to ``bigint``, a decimal's
+  precision at the same scale) widens the
   bronze column. Any other change of a column's type (narrowed, or of another kind) is
   an ``incompatible_schema`` dead letter, replayable once the contract is updated.
 * ``strict``: bronze holds exactly the contract. An event carrying a column the contract
@@ -21,24 +22,36 @@ judges an event against what bronze holds.
 
 from __future__ import annotations
 
+import re
+
 EVOLVE = "evolve"
 STRICT = "strict"
 POLICIES = (EVOLVE, STRICT)
 DEFAULT_POLICY = EVOLVE
 
-#: Widenings bronze applies under ``evolve``: (current type, incoming type). Hudi's schema
-#: evolution on write promotes these in place (int -> long). Decimal precision widening
-#: needs Hudi's schema-on-read and an ALTER, so a wider decimal is not among them: values
-#: that fit the column still land, the others are ``type_mismatch`` dead letters.
+#: Widenings bronze applies under ``evolve``: (current type, incoming type), and a decimal's
+#: precision growing at the same scale (``decimal(8,2)`` -> ``decimal(10,2)``). Hudi's schema
+#: evolution on write promotes these in place when the commit's schema is the batch's
+#: (int -> long; decimal files of both precisions are read in the wider one, by Spark and by
+#: hudi-rs: measured). A decimal whose scale changes is not a widening: its values that fit
+#: the column land, the others are ``type_mismatch`` dead letters.
 WIDENINGS = frozenset({("int", "bigint")})
 
 #: The type of an added column whose events disagree (typed in one, text in another).
 TEXT = "string"
 
+_DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)\Z")
+#: Spark's largest decimal precision.
+MAX_PRECISION = 38
+
 
 def widens(current: str, incoming: str) -> bool:
     """Whether a column of type ``current`` may become ``incoming`` under ``evolve``."""
-    return (current, incoming) in WIDENINGS
+    if (current, incoming) in WIDENINGS:
+        return True
+    old, new = _DECIMAL.match(current), _DECIMAL.match(incoming)
+    return bool(old and new and old.group(2) == new.group(2)
+                and int(old.group(1)) < int(new.group(1)) <= MAX_PRECISION)
 
 
 def common_type(first: str, second: str) -> str:

@@ -156,3 +156,42 @@ def test_the_policy_is_read_per_file_and_per_table(tmp_path: Path) -> None:
     (tmp_path / "s.yml").write_text("system: s\nconnector: mysql\nschema_changes: lenient\ntables: {}\n")
     with pytest.raises(ContractError, match="schema_changes: must be one of evolve, strict, got 'lenient'"):
         load_contracts.__wrapped__(tmp_path)
+
+
+def _retyped_decimal(event: dict, column: str, precision: int, scale: int, value: str) -> dict:
+    """The event after ``ALTER TABLE ... MODIFY column DECIMAL(precision, scale)``: Connect's Decimal
+    (``decimal.handling.mode=precise``: base64 of the unscaled big-endian two's complement)."""
+    import base64
+    from decimal import Decimal
+
+    changed = copy.deepcopy(event)
+    for side in changed["schema"]["fields"]:
+        if side["field"] in ("before", "after"):
+            for field in side["fields"]:
+                if field["field"] == column:
+                    field.update(type="bytes", name="org.apache.kafka.connect.data.Decimal", version=1,
+                                 parameters={"scale": str(scale), "connect.decimal.precision": str(precision)})
+    unscaled = int(Decimal(value).scaleb(scale))
+    raw = unscaled.to_bytes((unscaled.bit_length() + 8) // 8, "big", signed=True)
+    changed["payload"]["after"][column] = base64.b64encode(raw).decode()
+    return changed
+
+
+def test_a_decimal_widened_at_the_same_scale_widens_the_column_and_keeps_a_wider_value() -> None:
+    from decimal import Decimal
+
+    narrow = (*ALL[:3], Column("weight", "decimal(5,2)"))
+    result = _parse(_retyped_decimal(_event(), "weight", 10, 2, "12345678.90"), _contract(narrow))
+    assert isinstance(result, BronzeEvent)
+    assert result.row["weight"] == Decimal("12345678.90") and result.column_types == {"weight": "decimal(10,2)"}
+    # the same event under strict: the contract's decimal(5,2) cannot hold it
+    strict = _parse(_retyped_decimal(_event(), "weight", 10, 2, "12345678.90"), _contract(narrow, STRICT))
+    assert isinstance(strict, DeadLetter)
+
+
+@pytest.mark.parametrize(("current", "incoming", "widened"), [
+    ("decimal(8,2)", "decimal(10,2)", True), ("decimal(10,2)", "decimal(8,2)", False),
+    ("decimal(8,2)", "decimal(10,3)", False), ("decimal(8,2)", "decimal(39,2)", False), ("int", "bigint", True),
+    ("bigint", "int", False), ("int", "string", False)])
+def test_what_widens(current: str, incoming: str, widened: bool) -> None:
+    assert widens(current, incoming) is widened

@@ -9,6 +9,8 @@ project, in both landing formats (JSON with ``schemas.enable=true`` and Avro):
   keys of their own;
 * phase 2, after DDL at the sources: ``user`` gains a nullable boolean ``vip`` (Avro),
   ``venue`` widens ``venueseats`` from int to bigint (JSON, one value beyond int),
+  ``listing`` (MariaDB) widens its prices from ``decimal(8,2)`` to ``decimal(10,2)`` (JSON,
+  a price beyond 8 digits),
   ``event`` drops its nullable ``starttime`` (Avro), a table nobody declared
   (``promotion``) appears (JSON), and one ``venue`` event carries ``venuecity`` turned
   into an int (an incompatible change).
@@ -35,13 +37,14 @@ import os
 import random
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from ingestion.cdc.contracts import Column, TableContract, load_contracts
 from simulator.avro import AvroRowEncoder, container_bytes
-from simulator.connectors import PostgresLog, SourceLog, SqlServerLog
+from simulator.connectors import MySqlLog, PostgresLog, SourceLog, SqlServerLog
 from simulator.encode import WRAPPED, RowEncoder
 from simulator.oracle import load_oracle
 from tests.dbt_project.silver_oracle import SILVER_COLUMNS, normalize
@@ -77,6 +80,12 @@ def _event(eventid: int, **changes) -> dict:
             "starttime": dt.datetime(2026, 2, 1, 20, 0) + dt.timedelta(days=eventid), **changes}
 
 
+def _listing(listid: int, **changes) -> dict:
+    return {"listid": BASE + listid, "sellerid": 1, "eventid": 1, "dateid": 1827, "numtickets": 1,
+            "priceperticket": Decimal("25.00"), "totalprice": Decimal("25.00"),
+            "listtime": dt.datetime(2026, 1, 1, 1, 0) + dt.timedelta(minutes=listid), **changes}
+
+
 def _without(row: dict, column: str) -> dict:
     return {name: value for name, value in row.items() if name != column}
 
@@ -95,7 +104,8 @@ class Sources:
         self.landing = landing
         # positions beyond the simulator's (its logs start at these too)
         self.logs: dict[str, SourceLog] = {"postgres": PostgresLog({"lsn": 1 << 40, "tx_id": 1 << 20}),
-                                           "sqlserver": SqlServerLog({"lsn": 1 << 60})}
+                                           "sqlserver": SqlServerLog({"lsn": 1 << 60}),
+                                           "mysql": MySqlLog({"file_index": 900, "pos": 4, "gtid_seq": 1 << 20})}
         self.offsets: dict[str, int] = {}
         self.events: list[tuple[TableContract, Change, int]] = []  # (contract, change, offset)
         self.rng = random.Random(7)
@@ -224,9 +234,9 @@ def test_added_widened_and_dropped_columns_and_a_new_table_reach_silver_without_
            "LAKEHOUSE_LAKE": str(lake), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
     env.pop("LAKEHOUSE_DBT_TARGET", None)
     contracts = load_contracts()
-    user, venue, event = contracts["user"], contracts["venue"], contracts["event"]
+    user, venue, event, listing = contracts["user"], contracts["venue"], contracts["event"], contracts["listing"]
     sources = Sources(landing)
-    tables = {name: SILVER_COLUMNS[name] for name in ("user", "venue", "event")}
+    tables = {name: SILVER_COLUMNS[name] for name in ("user", "venue", "event", "listing")}
 
     # -- phase 1: the original schemas ---------------------------------------------------------
     _run(project, env, "simulate", "--scale", "0.01", "--changes", "300", "--seed", "3", "--partitions", "1",
@@ -237,6 +247,7 @@ def test_added_widened_and_dropped_columns_and_a_new_table_reach_silver_without_
                  + [Change("venue", "u", _venue(3, venuename="Arena 3"))], "avro")
     sources.land(event, [Change("event", "c", _event(i)) for i in (1, 2, 3, 4)]
                  + [Change("event", "d", _event(4))], "json")
+    sources.land(listing, [Change("listing", "c", _listing(i)) for i in (1, 2)], "avro")
     _run(project, env, "ingest", "--once", "--quiet")
     _dbt_build(project, env, tmp_path / "dbt1")
     assert _silver_equals_replay(thrift_server, sources, tables, set()) == {}
@@ -251,6 +262,9 @@ def test_added_widened_and_dropped_columns_and_a_new_table_reach_silver_without_
     incompatible = sources.land(_altered(venue, retype={"venuecity": "int"}),
                                 [Change("venue", "u", _venue(2, venuecity=617))], "json")
     sources.land(venue2, [Change("venue", "u", _venue(3, venueseats=3500))], "json")
+    wide = Decimal("12345678.90")
+    sources.land(_altered(listing, retype={"priceperticket": "decimal(10,2)", "totalprice": "decimal(10,2)"}),
+                 [Change("listing", "u", _listing(1, priceperticket=wide, totalprice=wide))], "json")
     sources.land(event2, [Change("event", "u", _without(_event(1, eventname="Encore"), "starttime")),
                           Change("event", "c", _without(_event(5), "starttime"))], "avro")
     promotions = sources.land(PROMOTION, [Change("promotion", "c", {"promoid": 1, "eventid": 1, "code": "EARLY",
@@ -277,11 +291,14 @@ def test_added_widened_and_dropped_columns_and_a_new_table_reach_silver_without_
     # the types the DDL gave reach silver; a value beyond int is intact
     users = {row[0]: row[1] for row in thrift_server.sql("describe silver.users")}
     venues = {row[0]: row[1] for row in thrift_server.sql("describe silver.venues")}
+    listings = {row[0]: row[1] for row in thrift_server.sql("describe silver.listings")}
     assert (users["vip"], venues["venue_seats"]) == ("boolean", "bigint")
+    assert (listings["price_per_ticket"], listings["total_price"]) == ("decimal(10,2)", "decimal(10,2)")
     assert thrift_server.sql(f"select venue_seats from silver.venues where venue_id = {BASE + 1}") == [(BIG,)]
 
     # nothing lost: bronze holds every event of the scenario but the incompatible one, the only dead letter
-    for table, key in (("user", "userid"), ("venue", "venueid"), ("event", "eventid"), ("promotion", "promoid")):
+    for table, key in (("user", "userid"), ("venue", "venueid"), ("event", "eventid"), ("listing", "listid"),
+                       ("promotion", "promoid")):
         landed = sum(1 for c, change, offset in sources.events
                      if c.name == table and (c.topics[0], offset) not in rejected)
         stored = [r for r in hudi_rows(lake / "bronze" / table) if table == "promotion" or r[key] > BASE]
@@ -292,4 +309,6 @@ def test_added_widened_and_dropped_columns_and_a_new_table_reach_silver_without_
     # the schema history names each change, with the first event that carried it
     history = _run(project, env, "contracts", "history").splitlines()
     assert [line.split(";")[0] for line in history] == [
+        "listing v2: widened priceperticket decimal(8,2) -> decimal(10,2)",
+        "listing v2: widened totalprice decimal(8,2) -> decimal(10,2)",
         "user v2: added vip boolean", "venue v2: widened venueseats int -> bigint"], history
