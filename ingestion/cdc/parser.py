@@ -580,13 +580,16 @@ def _typed(
     kind = column_type
     try:
         if schema is not None:
-            wider = schema_type(schema) if contract.schema_changes == EVOLVE else None
+            evolve = contract.schema_changes == EVOLVE
             try:
                 check_schema_compatible(column_type, schema)
+                # a decimal of a wider precision passes the check: it widens too (only decimals are
+                # looked at here, as this runs for every column of every event carrying a schema)
+                wider = schema_type(schema) if evolve and column_type.startswith("decimal(") else None
             except SchemaMismatch:
+                wider = schema_type(schema) if evolve else None
                 if wider is None or not widens(column_type, wider):
                     raise
-            # a wider type of the same kind (a decimal's precision) passes the check: it widens too
             if wider is not None and widens(column_type, wider):
                 kind = wider
         return decode_value(image[name], kind, contract.connector, schema), kind
