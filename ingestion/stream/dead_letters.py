@@ -31,7 +31,7 @@ from ingestion.stream.bronze import (
 )
 from ingestion.stream.hudi_tables import latest_commit
 from ingestion.stream.parse import LineParser, utc_timestamps
-from ingestion.stream.reading import is_table, read_latest
+from ingestion.stream.reading import latest_rows
 
 REPLAY_METADATA_KEY = COMMIT_METADATA_PREFIX + "dead_letter_replay"
 
@@ -44,15 +44,9 @@ def list_dead_letters(lake: str, *, reason: str | None = None, topic: str | None
                       table: str | None = None, ids: Iterable[str] | None = None,
                       limit: int | None = None) -> list[dict]:
     """Dead letters matching every given filter, oldest landing position first."""
-    path = table_path(lake, DEAD_LETTER_TABLE)
-    if not is_table(path):
-        return []
-    data = read_latest(path)
-    if data is None:
-        return []
     wanted = set(ids) if ids is not None else None
     rows = []
-    for row in data.to_pylist():
+    for row in latest_rows(table_path(lake, DEAD_LETTER_TABLE)):
         if reason and row["reason"] != reason:
             continue
         if topic and row["topic"] != topic:

@@ -62,6 +62,15 @@ def read_latest(path: str, columns: list[str] | None = None) -> pa.Table | None:
     return pa.Table.from_batches(batches) if batches else None
 
 
+def latest_rows(path: str) -> list[dict]:
+    """The latest snapshot's rows as dicts (``_hoodie_*`` meta columns included); none when the
+    table does not exist yet or holds no row."""
+    if not is_table(path):
+        return []
+    table = read_latest(path)
+    return [] if table is None else table.to_pylist()
+
+
 def row_count(path: str) -> int:
     """Rows of the latest snapshot (read from the record keys only)."""
     table = read_latest(path, ["_hoodie_record_key"])

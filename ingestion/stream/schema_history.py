@@ -17,7 +17,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from ingestion.stream.bronze import SCHEMA_CHANGE_TABLE, table_path
-from ingestion.stream.reading import is_table, read_latest
+from ingestion.stream.reading import latest_rows
 
 ADDED = "added"
 WIDENED = "widened"
@@ -38,20 +38,12 @@ class FirstSeen:
         return (self.source_ts is None, self.source_ts or "", self.partition if self.partition is not None else -1,
                 self.offset if self.offset is not None else -1, self.landing_file or "")
 
-    def to_json(self) -> dict:
-        return {"topic": self.topic, "partition": self.partition, "offset": self.offset,
-                "landing_file": self.landing_file, "source_ts": self.source_ts}
-
     @classmethod
     def from_json(cls, doc: dict | None) -> FirstSeen | None:
         if not doc:
             return None
         return cls(doc.get("topic"), doc.get("partition"), doc.get("offset"), doc.get("landing_file"),
                    doc.get("source_ts"))
-
-    def describe(self) -> str:
-        where = f"{self.topic} partition {self.partition} offset {self.offset}"
-        return f"{where} ({self.landing_file})" if self.landing_file else where
 
 
 def earliest(first: FirstSeen | None, other: FirstSeen | None) -> FirstSeen | None:
@@ -106,13 +98,8 @@ def schema_changes(table: str, before: tuple[tuple[str, str], ...], after: tuple
 
 def read_history(lake: str) -> list[dict]:
     """Every recorded change of the lake's bronze tables, by table and version (hudi-rs read)."""
-    path = table_path(lake, SCHEMA_CHANGE_TABLE)
-    if not is_table(path):
-        return []
-    data = read_latest(path)
-    if data is None:
-        return []
-    rows = data.drop_columns([c for c in data.column_names if c.startswith("_hoodie_")]).to_pylist()
+    rows = [{k: v for k, v in row.items() if not k.startswith("_hoodie_")}
+            for row in latest_rows(table_path(lake, SCHEMA_CHANGE_TABLE))]
     return sorted(rows, key=lambda r: (r["table_name"], r["schema_version"], r["column_name"]))
 
 
