@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 #: The repository root (the dbt project lives here).
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -31,6 +32,8 @@ class Settings:
     thrift_port: int
     docs_port: int
     alert_webhook_url: str | None
+    checkpoints: str | None = None  # LAKEHOUSE_CHECKPOINTS; None: see checkpoints_for
+    warehouse_setting: str | None = None  # LAKEHOUSE_WAREHOUSE; None: see warehouse
 
     @property
     def logs_dir(self) -> Path:
@@ -42,8 +45,30 @@ class Settings:
         return self.home / "run"
 
     @property
-    def checkpoints_dir(self) -> Path:
-        return self.home / "checkpoints"
+    def warehouse(self) -> str:
+        """Where the Thrift server keeps silver, gold and the other dbt relations
+        (``spark.sql.warehouse.dir``): ``LAKEHOUSE_WAREHOUSE``, else beside a lake on another file
+        system (``<lake>/warehouse``), else ``$LAKEHOUSE_HOME/warehouse``."""
+        if self.warehouse_setting:
+            return self.warehouse_setting
+        if is_remote(self.lake):
+            return self.lake.rstrip("/") + "/warehouse"
+        return str(self.home / "warehouse")
+
+    def checkpoints_for(self, lake: str) -> str:
+        """Where the streaming checkpoints of an ingestion into ``lake`` live: ``LAKEHOUSE_CHECKPOINTS``,
+        else next to a lake on another file system (``<lake>/_checkpoints``: a cluster's driver may run
+        anywhere), else ``$LAKEHOUSE_HOME/checkpoints``."""
+        if self.checkpoints:
+            return self.checkpoints
+        if is_remote(lake):
+            return lake.rstrip("/") + "/_checkpoints"
+        return str(self.home / "checkpoints")
+
+
+def is_remote(location: str) -> bool:
+    """Whether ``location`` is a URI of another file system than the local one (``s3a://...``)."""
+    return urlparse(location).scheme not in ("", "file")
 
 
 def home_dir() -> Path:
@@ -61,4 +86,6 @@ def load_settings() -> Settings:
         thrift_port=int(_env_or("LAKEHOUSE_THRIFT_PORT", "10000")),
         docs_port=int(_env_or("LAKEHOUSE_DOCS_PORT", "8080")),
         alert_webhook_url=_env("LAKEHOUSE_ALERT_WEBHOOK_URL"),
+        checkpoints=_env("LAKEHOUSE_CHECKPOINTS"),
+        warehouse_setting=_env("LAKEHOUSE_WAREHOUSE"),
     )

@@ -13,9 +13,10 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
+
+from ingestion import files
 
 #: Columns of Spark's Kafka source the parse needs (the key is not needed: the primary key is in the value).
 KAFKA_COLUMNS = ("topic", "partition", "offset", "value")
@@ -59,16 +60,15 @@ def topics_pattern(topics: tuple[str, ...]) -> str:
     return "^(" + "|".join(re.escape(topic) for topic in topics) + ")$"
 
 
-def checkpoint_offsets(query_checkpoint: Path) -> dict[str, dict[int, int]] | None:
+def checkpoint_offsets(query_checkpoint: str) -> dict[str, dict[int, int]] | None:
     """Per topic and partition, the next offset after the latest committed batch (None: no batch committed)."""
-    commits = _batch_ids(query_checkpoint / "commits")
+    commits = _batch_ids(files.join(query_checkpoint, "commits"))
     if not commits:
         return None
-    path = query_checkpoint / "offsets" / str(max(commits))
-    try:
-        lines = path.read_text().splitlines()
-    except OSError:
+    text = files.read_text(files.join(query_checkpoint, "offsets", str(max(commits))))
+    if text is None:
         return None
+    lines = text.splitlines()
     offsets: dict[str, dict[int, int]] = {}
     for line in lines[2:]:  # "v1", the batch metadata, then one line per source
         try:
@@ -82,10 +82,8 @@ def checkpoint_offsets(query_checkpoint: Path) -> dict[str, dict[int, int]] | No
     return offsets
 
 
-def _batch_ids(directory: Path) -> list[int]:
-    if not directory.is_dir():
-        return []
-    return [int(entry.name) for entry in directory.iterdir() if entry.name.isdigit()]
+def _batch_ids(directory: str) -> list[int]:
+    return [int(name) for name in files.child_names(directory) if name.isdigit()]
 
 
 @dataclass
@@ -128,7 +126,7 @@ def watermarks(bootstrap: str, topics: list[str], timeout: float = 5.0) -> dict[
         consumer.close()
 
 
-def topic_lag(bootstrap: str, topics: list[str], query_checkpoint: Path, timeout: float = 5.0) -> list[TopicLag]:
+def topic_lag(bootstrap: str, topics: list[str], query_checkpoint: str, timeout: float = 5.0) -> list[TopicLag]:
     """Records per topic the broker holds beyond what the ingestion committed (its checkpoint)."""
     consumed = checkpoint_offsets(query_checkpoint) or {}
     try:

@@ -6,7 +6,7 @@ line with invalid UTF-8 could neither be dead-lettered as ``bad_encoding`` nor k
 byte for byte. A Spark Python data source could read the bytes too, but the
 ``binaryFile`` streaming source is Spark's own file stream source: it tracks the files it
 has seen in the checkpoint, supports ``maxFilesPerTrigger``/``maxBytesPerTrigger`` and
-``Trigger.AvailableNow``, and works on every Hadoop file system (local, ``s3a://``).
+``Trigger.AvailableNow``, and works on every Hadoop file system (local, ``s3://``/``s3a://`` through S3A, ``hdfs://``).
 Splitting happens in the Python parse workers (``parse.parse_file_batches``, a
 ``mapInArrow`` over files): Spark's ``split`` would decode the bytes (replacing invalid
 UTF-8) before splitting. For a local landing zone the workers also read the files
@@ -15,11 +15,11 @@ UTF-8) before splitting. For a local landing zone the workers also read the file
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 
+from ingestion import files
 from ingestion.cdc.landing import is_hidden_file_name
 
 #: The fixed schema of Spark's binaryFile source (a streaming source needs it up front).
@@ -31,10 +31,12 @@ def topics_root(landing: str) -> str:
     return landing.rstrip("/") + "/topics"
 
 
-def count_landed_files(landing: str) -> int:
-    """Files the stream will read under a local landing zone's ``topics/`` right now."""
-    files = Path(topics_root(landing)).rglob("*")
-    return sum(1 for path in files if path.is_file() and not is_hidden_file_name(path.name))
+def count_landed_files(landing: str) -> int | None:
+    """Files the stream will read under the landing zone's ``topics/`` right now (None: no ``topics/``)."""
+    root = topics_root(landing)
+    if not files.exists(root):
+        return None
+    return sum(1 for path in files.list_files(root) if not is_hidden_file_name(path.rpartition("/")[2]))
 
 
 def landing_stream(spark: SparkSession, landing: str, *, max_files_per_trigger: int | None = None,

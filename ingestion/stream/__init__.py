@@ -3,7 +3,7 @@
 Public API::
 
     from ingestion.stream import IngestOptions, run_ingest
-    summary = run_ingest(IngestOptions(landing=..., lake=..., checkpoints_root=settings.checkpoints_dir))
+    summary = run_ingest(IngestOptions(landing=..., lake=..., checkpoints_root=settings.checkpoints_for(lake)))
 """
 
 from ingestion.stream.job import IngestError, IngestOptions, IngestSummary, run_ingest

@@ -25,7 +25,6 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TextIO
 
 from pyspark import StorageLevel
@@ -180,7 +179,7 @@ def session_confs(session, confs: dict[str, str]):
 
 
 class BatchProcessor:
-    def __init__(self, landing: str, lake: str, checkpoint: Path, *, syncer: CatalogSyncer | None = None,
+    def __init__(self, landing: str, lake: str, checkpoint: str, *, syncer: CatalogSyncer | None = None,
                  log_stream: TextIO | None = sys.stdout,
                  on_report: Callable[[BatchReport], None] | None = None,
                  chunker: Chunker | None = None):
@@ -189,6 +188,7 @@ class BatchProcessor:
         self.chunker = chunker
         self.lake = lake
         self.checkpoint = checkpoint
+        self._query_id: str | None = None  # Spark's id of the query, read from the checkpoint once known
         self.syncer = syncer
         self.log_stream = log_stream
         self.on_report = on_report
@@ -206,8 +206,8 @@ class BatchProcessor:
         """Process one micro-batch (``files``: the landed files, or the records of another source)."""
         started = time.monotonic()
         report = BatchReport(batch_id=batch_id)
-        query_id = ckpt.query_id(self.checkpoint) or "unknown"
-        marker = StreamMarker(query_id, batch_id, self.checkpoint.name)
+        self._query_id = self._query_id or ckpt.query_id(self.checkpoint)
+        marker = StreamMarker(self._query_id or "unknown", batch_id, self.checkpoint.rstrip("/").rpartition("/")[2])
         self._process(files, marker, report)
         if self.syncer is not None:
             self.syncer.notify(report)

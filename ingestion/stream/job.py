@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import sys
 import threading
@@ -16,13 +15,13 @@ from typing import TextIO
 
 from pyspark.errors import StreamingQueryException
 
+from ingestion import files
 from ingestion.cdc.contracts import topic_map
 from ingestion.sources.kafka import KafkaSourceOptions, kafka_stream
 from ingestion.sources.landing import landing_stream, topics_root
-from ingestion.sources.s3_landing import MirrorRefresher, S3LandingError, S3LandingMirror, is_s3_uri
 from ingestion.stream.batch import BatchProcessor, BatchReport
 from ingestion.stream.bronze import arrow_schema, table_columns, table_path, write_options
-from ingestion.stream.checkpoint import prepare_checkpoint
+from ingestion.stream.checkpoint import FILE_MANAGER_CONF, file_manager, prepare_checkpoint, query_dir
 from ingestion.stream.hudi_tables import create_empty
 from ingestion.stream.kafka_parse import kafka_chunker
 from ingestion.stream.parse import utc_timestamps
@@ -43,7 +42,7 @@ class IngestError(RuntimeError):
 class IngestOptions:
     landing: str
     lake: str
-    checkpoints_root: Path
+    checkpoints_root: str | Path  # a local directory, or a URI (s3a://bucket/lake/_checkpoints)
     once: bool = True
     trigger_seconds: float = 1.0
     max_files_per_trigger: int | None = None
@@ -54,8 +53,6 @@ class IngestOptions:
     thrift_port: int = 10000
     database: str = "bronze"  # the catalog database of the synced views (tests use their own)
     timeout_seconds: float | None = None  # continuous mode: stop after this long (tests, benchmarks)
-    s3_endpoint_url: str | None = None  # s3:// landing: endpoint (default AWS_ENDPOINT_URL, else AWS)
-    mirrors_root: Path | None = None  # s3:// landing: local mirror directory (default next to the checkpoints)
     # -- the Kafka source (``kafka_bootstrap`` set): read the topics instead of the landing zone
     kafka_bootstrap: str | None = None  # HOST:PORT[,HOST:PORT...]
     topics: tuple[str, ...] | None = None  # default: every topic of the table contracts
@@ -90,9 +87,16 @@ class IngestOptions:
             raise IngestError(f"--trigger must be a positive number of seconds, got {self.trigger_seconds}")
         if self.max_offsets_per_trigger is not None:
             raise IngestError("--max-offsets-per-trigger applies to the Kafka source (--kafka-bootstrap)")
-        if "://" not in self.landing and not Path(topics_root(self.landing)).is_dir():
-            raise IngestError(f"landing zone {self.landing}: no topics/ directory",
-                              "run 'lakehouse simulate' first or point --landing at a Kafka Connect S3 sink")
+        try:
+            landed = files.exists(topics_root(self.landing))
+        except files.FilesError as exc:
+            raise IngestError(f"landing zone {self.landing}: {exc}",
+                              "for s3:// check the bucket, the AWS credentials, region and AWS_ENDPOINT_URL") from None
+        if not landed:
+            hint = "run 'lakehouse simulate' first or point --landing at a Kafka Connect S3 sink"
+            if files.is_remote(self.landing):
+                hint += "; for s3:// check the bucket name, the AWS credentials, region and AWS_ENDPOINT_URL"
+            raise IngestError(f"landing zone {self.landing}: no topics/ directory", hint)
 
 
     def _validate_kafka(self) -> None:
@@ -116,7 +120,7 @@ class IngestOptions:
 
 @dataclass
 class IngestSummary:
-    checkpoint: Path
+    checkpoint: str
     reports: list[BatchReport] = field(default_factory=list)
 
     @property
@@ -137,10 +141,7 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
                stop_event: threading.Event | None = None) -> IngestSummary:
     """Run the streaming ingestion until done (``once``), timeout or ``stop_event``."""
     options.validate()
-    checkpoint = prepare_checkpoint(options.checkpoints_root, options.source_location, options.lake,
-                                    reset=options.reset)
-    mirror = _s3_mirror(options) if options.kafka_bootstrap is None else None
-    stream_landing = str(mirror.local) if mirror is not None else options.landing
+    checkpoint = _prepare_checkpoint(options)
     if spark is None:
         from ingestion.spark import local_spark_session
 
@@ -154,25 +155,22 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
         processor = BatchProcessor(options.source_location, options.lake, checkpoint, syncer=syncer,
                                    log_stream=log_stream, on_report=on_report,
                                    chunker=kafka_chunker(options.schema_registry_url))
-        files = kafka_stream(spark, KafkaSourceOptions(
+        source = kafka_stream(spark, KafkaSourceOptions(
             options.kafka_bootstrap, options.kafka_topics(), options.starting_offsets,
             options.max_offsets_per_trigger, options.fail_on_data_loss, options.kafka_timeout_ms))
     else:
-        processor = BatchProcessor(stream_landing, options.lake, checkpoint, syncer=syncer,
+        processor = BatchProcessor(options.landing, options.lake, checkpoint, syncer=syncer,
                                    log_stream=log_stream, on_report=on_report)
-        files = landing_stream(spark, stream_landing, max_files_per_trigger=options.max_files_per_trigger,
-                               max_bytes_per_trigger=options.max_bytes_per_trigger)
-    writer = files.writeStream.foreachBatch(processor).option("checkpointLocation", str(checkpoint / "query"))
+        source = landing_stream(spark, options.landing, max_files_per_trigger=options.max_files_per_trigger,
+                                max_bytes_per_trigger=options.max_bytes_per_trigger)
+    writer = source.writeStream.foreachBatch(processor).option("checkpointLocation", query_dir(checkpoint))
+    _use_file_manager(spark, checkpoint)
     if options.once:
         writer = writer.trigger(availableNow=True)
     else:
         writer = writer.trigger(processingTime=f"{options.trigger_seconds} seconds")
     if syncer is not None:
         syncer.start()  # sync in the background: a slow or absent Thrift server never delays a batch
-    refresher = None
-    if mirror is not None and not options.once:
-        refresher = MirrorRefresher(mirror, options.trigger_seconds)
-        refresher.start()
     query = None
     restarts = 0
     try:
@@ -189,8 +187,6 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
     except KeyboardInterrupt:
         log.info("stopping the stream (interrupted)")
     finally:
-        if refresher is not None:
-            refresher.stop()
         if query is not None and query.isActive:
             query.stop()
         if syncer is not None:
@@ -250,18 +246,25 @@ def create_missing_tables(spark, lake: str) -> list[str]:
     return created
 
 
-def _s3_mirror(options: IngestOptions) -> S3LandingMirror | None:
-    """The local mirror of an ``s3://`` landing zone, synced once (None for other landings)."""
-    if not is_s3_uri(options.landing):
-        return None
-    mirrors_root = options.mirrors_root or options.checkpoints_root.parent / "landing-mirror"
-    endpoint = options.s3_endpoint_url or os.environ.get("AWS_ENDPOINT_URL")
+def _prepare_checkpoint(options: IngestOptions) -> str:
+    """The checkpoint of the (source, lake) pair, created (or reset); a root that cannot be written is
+    one clear IngestError."""
     try:
-        mirror = S3LandingMirror(options.landing, mirrors_root, endpoint_url=endpoint)
-        mirror.sync()
-    except S3LandingError as exc:
-        raise IngestError(str(exc), "check the bucket name, credentials and AWS_ENDPOINT_URL") from exc
-    return mirror
+        return prepare_checkpoint(options.checkpoints_root, options.source_location, options.lake,
+                                  reset=options.reset)
+    except (files.FilesError, OSError) as exc:
+        raise IngestError(f"checkpoints {options.checkpoints_root}: {exc}",
+                          "set LAKEHOUSE_CHECKPOINTS to a writable directory or s3:// prefix; for s3:// check "
+                          "the bucket, the AWS credentials, region and AWS_ENDPOINT_URL") from None
+
+
+def _use_file_manager(spark, checkpoint: str) -> None:
+    """Start the query with the checkpoint file manager its location needs (``checkpoint.file_manager``)."""
+    manager = file_manager(checkpoint)
+    if manager is None:
+        spark.conf.unset(FILE_MANAGER_CONF)
+    else:
+        spark.conf.set(FILE_MANAGER_CONF, manager)
 
 
 #: Spark's words when offsets it still needs are no longer in the topic (retention, a deleted topic).
@@ -291,10 +294,10 @@ def kafka_failure(message: str, bootstrap: str, restarts: int = 0) -> IngestErro
     return None
 
 
-def write_kafka_source(checkpoint: Path, bootstrap: str, topics: tuple[str, ...]) -> None:
+def write_kafka_source(checkpoint: str, bootstrap: str, topics: tuple[str, ...]) -> None:
     """``kafka.json`` beside ``pair.json``: what ``lakehouse status`` asks the broker about (the lag)."""
-    (checkpoint / "kafka.json").write_text(json.dumps({"bootstrap": bootstrap, "topics": list(topics)}, indent=2)
-                                           + "\n")
+    files.write_text(files.join(checkpoint, "kafka.json"),
+                     json.dumps({"bootstrap": bootstrap, "topics": list(topics)}, indent=2) + "\n")
 
 
 def root_cause(message: str) -> str:

@@ -8,16 +8,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ingestion.sources import landing as landing_zone
 
 
-def count_landed_files(landing: str) -> int | None:
-    """Landed files right now (local landing zones only; None elsewhere)."""
-    if "://" in landing:
-        return None
-    return landing_zone.count_landed_files(landing)
-
-
 class BackfillProgress:
     def __init__(self, landing: str):
-        self.total = count_landed_files(landing)
+        self.total = landing_zone.count_landed_files(landing)
         self.events = 0
         self.progress = Progress(
             TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),

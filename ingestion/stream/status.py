@@ -6,12 +6,12 @@ import datetime as dt
 import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
+from ingestion import files
 from ingestion.sources.kafka import topic_lag
-from ingestion.sources.landing import count_landed_files, topics_root
+from ingestion.sources.landing import count_landed_files
 from ingestion.stream.bronze import DEAD_LETTER_TABLE, all_table_names, bronze_contracts, spark_type, table_path
-from ingestion.stream.checkpoint import checkpoint_dir, normalize_location
+from ingestion.stream.checkpoint import checkpoint_dir, kafka_sources, normalize_location, query_dir
 from ingestion.stream.reading import completed_commits, is_table, read_latest, row_count, schema
 from ingestion.stream.schema_history import read_history, schema_versions
 
@@ -70,16 +70,15 @@ def instant_to_datetime(instant: str) -> dt.datetime:
     return dt.datetime.strptime(instant[:14], "%Y%m%d%H%M%S") + dt.timedelta(milliseconds=int(instant[14:17] or 0))
 
 
-def processed_files(checkpoint: Path) -> int | None:
+def processed_files(checkpoint: str) -> int | None:
     """Distinct files the streaming query has committed (from its file-source log)."""
-    log_dir = checkpoint / "query" / "sources" / "0"
-    if not log_dir.is_dir():
+    log_dir = files.join(query_dir(checkpoint), "sources", "0")
+    names = [name for name in files.child_names(log_dir) if not name.startswith(".") and not name.endswith(".tmp")]
+    if not names:
         return None
     seen: set[str] = set()
-    for entry in log_dir.iterdir():
-        if entry.name.startswith(".") or entry.name.endswith(".tmp"):
-            continue
-        for line in entry.read_text(errors="replace").splitlines()[1:]:
+    for name in names:
+        for line in (files.read_text(files.join(log_dir, name)) or "").splitlines()[1:]:
             try:
                 seen.add(json.loads(line)["path"])
             except (ValueError, KeyError):
@@ -116,7 +115,7 @@ def table_status(lake: str, table: str, registered: set[str] | None, now: dt.dat
     return status
 
 
-def lake_status(lake: str, landing: str, checkpoints_root: Path, registered: set[str] | None = None,
+def lake_status(lake: str, landing: str, checkpoints_root: str, registered: set[str] | None = None,
                 sync_error: str | None = None) -> LakeStatus:
     """``registered``: the tables of the bronze database the Thrift server knows (None: not asked)."""
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
@@ -137,32 +136,22 @@ def lake_status(lake: str, landing: str, checkpoints_root: Path, registered: set
                 if counts:
                     status.dead_letters = sum(counts.values())
                     status.dead_letters_by_reason = dict(sorted(counts.items()))
-    landed = None
-    if "://" not in landing and Path(topics_root(landing)).is_dir():
-        landed = count_landed_files(landing)
+    landed = count_landed_files(landing)
     processed = processed_files(checkpoint_dir(checkpoints_root, landing, lake))
     return LakeStatus(lake, landing, tables, landed, processed, sync_error, kafka_lags(checkpoints_root, lake))
 
 
-def kafka_lags(checkpoints_root: Path, lake: str) -> list[KafkaLag]:
+def kafka_lags(checkpoints_root: str, lake: str) -> list[KafkaLag]:
     """The lag per topic of every Kafka ingestion into ``lake`` (its checkpoint has a ``kafka.json``).
 
     Spark's Kafka source commits no consumer-group offsets: the lag is the broker's end
     offsets minus the offsets of the checkpoint's latest committed batch.
     """
     lags: list[KafkaLag] = []
-    root = Path(checkpoints_root)
-    if not root.is_dir():
-        return lags
-    for source in sorted(root.glob("*/kafka.json")):
-        try:
-            pair = json.loads((source.parent / "pair.json").read_text())
-            kafka = json.loads(source.read_text())
-        except (OSError, ValueError):
-            continue
+    for checkpoint, pair, kafka in kafka_sources(checkpoints_root):
         if pair.get("lake") != normalize_location(lake):
             continue
-        for item in topic_lag(kafka["bootstrap"], list(kafka["topics"]), source.parent / "query"):
+        for item in topic_lag(kafka["bootstrap"], list(kafka["topics"]), query_dir(checkpoint)):
             lags.append(KafkaLag(kafka["bootstrap"], item.topic, item.end_offsets, item.consumed, item.lag))
     return lags
 

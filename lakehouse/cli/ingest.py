@@ -19,8 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "source table plus bronze.dead_letter, and sync bronze.<table> views through the Thrift server. "
         "One JSON log line per micro-batch goes to stdout.",
     )
-    parser.add_argument("--landing", help="landing zone: a local directory, s3://bucket/prefix (read with boto3 into "
-                        "a local mirror), or s3a://... on a Spark with S3A (default: $LAKEHOUSE_LANDING)")
+    parser.add_argument("--landing", help="landing zone: a local directory or s3://bucket/prefix (s3a:// too; read "
+                        "through Hadoop's S3A) (default: $LAKEHOUSE_LANDING)")
     parser.add_argument("--lake", help="lake root holding bronze/ (default: $LAKEHOUSE_LAKE)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--once", action="store_true", help="process everything landed, then stop (availableNow)")
@@ -31,7 +31,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="about BYTES of files per micro-batch (not with --max-files-per-trigger)")
     parser.add_argument("--reset", action="store_true",
                         help="forget the checkpoint of this landing+lake pair (bronze keeps every event once)")
-    parser.add_argument("--s3-endpoint-url", help="S3 endpoint of an s3:// landing (default: $AWS_ENDPOINT_URL)")
     kafka = parser.add_argument_group("Kafka source (instead of the landing zone)")
     kafka.add_argument("--kafka-bootstrap", metavar="HOST:PORT",
                        help="read the topics from this Kafka cluster with Spark's Kafka source (offsets in the "
@@ -62,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     options = IngestOptions(
         landing=args.landing or settings.landing,
         lake=args.lake or settings.lake,
-        checkpoints_root=settings.checkpoints_dir,
+        checkpoints_root=settings.checkpoints_for(args.lake or settings.lake),
         once=args.once,
         trigger_seconds=args.trigger or 1.0,
         max_files_per_trigger=args.max_files_per_trigger,
@@ -72,7 +71,6 @@ def run(args: argparse.Namespace) -> int:
         thrift_host=args.thrift_host or settings.thrift_host,
         thrift_port=args.thrift_port or settings.thrift_port,
         timeout_seconds=args.timeout,
-        s3_endpoint_url=args.s3_endpoint_url,
         kafka_bootstrap=args.kafka_bootstrap,
         topics=tuple(t.strip() for t in args.topics.split(",") if t.strip()) if args.topics else None,
         starting_offsets=args.starting_offsets,

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
                 registered = registered_tables(catalog)
         except ThriftUnavailable as exc:
             sync_error = str(exc)
-    status = lake_status(lake, landing, settings.checkpoints_dir, registered, sync_error)
+    status = lake_status(lake, landing, settings.checkpoints_for(lake), registered, sync_error)
     if args.json:
         sys.stdout.write(status.to_json() + "\n")
         return 0

@@ -92,7 +92,7 @@ def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
         "spark.driver.host": "127.0.0.1",
         "spark.ui.enabled": "true" if ui else "false",
         "spark.ui.port": "4040",
-        "spark.sql.warehouse.dir": str(home / "warehouse"),
+        "spark.sql.warehouse.dir": settings.warehouse,
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
             f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
         ),

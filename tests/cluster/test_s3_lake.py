@@ -1,7 +1,8 @@
 """The lake on S3 through Hadoop's S3A: ``lakehouse ingest --lake s3a://...`` against moto's server.
 
 moto stands in for S3 (no AWS here): the ingestion runs as users run it (the CLI, its own
-Spark, S3A settings from ``AWS_ENDPOINT_URL`` and the fake keys in the environment); hudi-rs
+Spark, S3A settings from ``AWS_ENDPOINT_URL`` and the fake keys in the environment), from an
+``s3://`` landing zone, with its checkpoint in the lake's bucket (the default); hudi-rs
 then reads every bronze table back from the bucket (its object-store options), and the
 simulator's oracle judges what it finds. ``lakehouse status`` reads the same bucket.
 """
@@ -29,20 +30,24 @@ LAKEHOUSE = os.path.join(os.path.dirname(sys.executable), "lakehouse")
 def test_ingest_into_a_lake_on_s3_equals_the_oracle(moto_endpoint, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)
     boto3.client("s3").create_bucket(Bucket="lake-bucket")
-    landing = tmp_path / "landing"
-    run_simulation(SimulationOptions(landing=str(landing), scale=0.003, changes=500, format="mixed",
-                                     inject_bad=5, seed=3))
+    boto3.client("s3").create_bucket(Bucket="landing-bucket")
+    landing = "s3://landing-bucket/kafka-connect"  # what a Kafka Connect S3 sink writes, read through S3A
+    run_simulation(SimulationOptions(landing=landing, scale=0.003, changes=500, format="mixed", inject_bad=5,
+                                     seed=3))
     lake = "s3a://lake-bucket/tickit/lake"
-    env = {**os.environ, "LAKEHOUSE_HOME": str(tmp_path / "home"), "LAKEHOUSE_LANDING": str(landing),
+    env = {**os.environ, "LAKEHOUSE_HOME": str(tmp_path / "home"), "LAKEHOUSE_LANDING": landing,
            "LAKEHOUSE_LAKE": lake}
     result = subprocess.run([LAKEHOUSE, "ingest", "--once", "--no-sync", "--quiet"], env=env,
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert f"(checkpoint {lake}/_checkpoints/" in result.stderr, result.stderr[-2000:]
     assert not (tmp_path / "s3a:").exists() and not os.path.exists("s3a:")  # nothing written locally
+    assert not (tmp_path / "home" / "checkpoints").exists()
 
     keys = [o["Key"] for page in boto3.client("s3").get_paginator("list_objects_v2").paginate(Bucket="lake-bucket")
             for o in page.get("Contents", [])]
-    oracle = load_oracle(str(landing))
+    assert any(k.startswith("tickit/lake/_checkpoints/") and "/query/commits/" in k for k in keys)
+    oracle = load_oracle(landing)
     for table in oracle.tables:
         assert any(k.startswith(f"tickit/lake/bronze/{table}/.hoodie/") for k in keys), table
         columns = [name for name, _ in event_columns(table)]
@@ -56,9 +61,11 @@ def test_ingest_into_a_lake_on_s3_equals_the_oracle(moto_endpoint, tmp_path, mon
     status = subprocess.run([LAKEHOUSE, "status", "--json", "--no-catalog"], env=env, capture_output=True,
                             text=True, timeout=300)
     assert status.returncode == 0, status.stderr[-2000:]
-    rows = {t["table"]: t["rows"] for t in json.loads(status.stdout)["tables"]}
+    report = json.loads(status.stdout)
+    assert report["landed_files"] == report["processed_files"] > 0 and report["backlog_files"] == 0, report
+    rows = {t["table"]: t["rows"] for t in report["tables"]}
     assert rows == {**{table: len(oracle.events(table)) for table in oracle.tables},
-                    "dead_letter": len(oracle.dead_letters())}
+                    "dead_letter": len(oracle.dead_letters()), "schema_change": 0}
 
 
 def test_a_lake_on_a_missing_bucket_is_one_clear_error(moto_endpoint, tmp_path) -> None:
@@ -67,9 +74,17 @@ def test_a_lake_on_a_missing_bucket_is_one_clear_error(moto_endpoint, tmp_path) 
     lake = "s3a://no-such-bucket/lake"
     env = {**os.environ, "AWS_ENDPOINT_URL": moto_endpoint, "LAKEHOUSE_HOME": str(tmp_path / "home"),
            "LAKEHOUSE_LANDING": str(landing), "LAKEHOUSE_LAKE": lake}
-    result = subprocess.run([LAKEHOUSE, "ingest", "--once", "--no-sync", "--quiet"], env=env,
-                            capture_output=True, text=True, timeout=900)
-    assert result.returncode == 1, result.stderr[-2000:]
-    lines = [line for line in result.stderr.splitlines() if line.startswith(("error:", "hint:"))]
-    assert lines[0].startswith(f"error: lake {lake}: cannot open or create the bronze tables:"), result.stderr[-2000:]
+
+    def error_lines(extra: dict[str, str]) -> list[str]:
+        result = subprocess.run([LAKEHOUSE, "ingest", "--once", "--no-sync", "--quiet"], env={**env, **extra},
+                                capture_output=True, text=True, timeout=900)
+        assert result.returncode == 1, result.stderr[-2000:]
+        return [line for line in result.stderr.splitlines() if line.startswith(("error:", "hint:"))]
+
+    lines = error_lines({})  # the checkpoint, in the lake's bucket by default, is the first thing written
+    assert lines[0].startswith(f"error: checkpoints {lake}/_checkpoints: "), lines
+    assert "bucket does not exist" in lines[0], lines
+    assert lines[1].startswith("hint: set LAKEHOUSE_CHECKPOINTS"), lines
+    lines = error_lines({"LAKEHOUSE_CHECKPOINTS": str(tmp_path / "checkpoints")})
+    assert lines[0].startswith(f"error: lake {lake}: cannot open or create the bronze tables:"), lines
     assert lines[1].startswith("hint: check the lake path"), lines

@@ -32,7 +32,7 @@ from confluent_kafka import Producer
 from ingestion.cdc.contracts import topic_map
 from ingestion.cdc.parser import BronzeEvent, parse_line
 from ingestion.sources.kafka import topic_lag
-from ingestion.stream.checkpoint import checkpoint_dir
+from ingestion.stream.checkpoint import checkpoint_dir, query_dir
 from simulator.kafka_producer import produce_landing
 from simulator.oracle import event_columns, load_oracle
 from tests.kafka.helpers import ALL_TOPICS, dead_letters_bronze, dead_letters_oracle, fresh_topics, ingest_kafka
@@ -105,7 +105,7 @@ def run(tmp_path_factory, spark, kafka_broker):
                avro[0][:5] + b"\xff\xff\xff"]  # a known id, a body that does not decode with it
         _produce(bootstrap, AVRO_TOPIC, [*avro, *bad])
         checkpoint = checkpoint_dir(base / "checkpoints", f"kafka://{bootstrap}", str(base / "lake"))
-        before = topic_lag(bootstrap, list(ALL_TOPICS), checkpoint / "query")
+        before = topic_lag(bootstrap, list(ALL_TOPICS), query_dir(checkpoint))
         summary, _ = ingest_kafka(spark, base, bootstrap, schema_registry_url=registry.url)
         lookups = [r for r in registry.requests if r.startswith("GET")]
         registry.stop()  # the registry goes down; two more Avro values arrive
@@ -169,6 +169,6 @@ def test_lag_is_the_end_offsets_minus_the_checkpoint(run, kafka_broker) -> None:
     before = {t.topic: t for t in run["before"]}
     produced = run["produced"].records + len(AVRO_EVENTS) + 2
     assert sum(t.lag or 0 for t in before.values()) == produced  # nothing consumed yet
-    after = topic_lag(kafka_broker.bootstrap, list(ALL_TOPICS), run["checkpoint"] / "query")
+    after = topic_lag(kafka_broker.bootstrap, list(ALL_TOPICS), query_dir(run["checkpoint"]))
     assert [t.lag for t in after] == [0] * len(ALL_TOPICS)
     assert sum(t.end_offsets for t in after) == produced + 2

@@ -19,7 +19,7 @@ import pytest
 
 from ingestion.sources.kafka import checkpoint_offsets
 from ingestion.stream import IngestError, run_ingest
-from ingestion.stream.checkpoint import checkpoint_dir
+from ingestion.stream.checkpoint import checkpoint_dir, query_dir
 from lakehouse.config import load_settings
 from lakehouse.services import kafka
 from simulator.kafka_producer import produce_landing
@@ -64,7 +64,7 @@ def test_ingestion_killed_mid_stream_then_restarted_stores_each_event_once(tmp_p
         os.killpg(proc.pid, signal.SIGKILL)  # our own process group: the ingestion and its Spark JVM
         proc.wait(30)
     checkpoint = checkpoint_dir(tmp_path / "checkpoints", f"kafka://{bootstrap}", str(tmp_path / "lake"))
-    done = sum(sum(p.values()) for p in (checkpoint_offsets(checkpoint / "query") or {}).values())
+    done = sum(sum(p.values()) for p in (checkpoint_offsets(query_dir(checkpoint)) or {}).values())
     assert done < produced.records  # killed with records left to read
     ingest_kafka(spark, tmp_path, bootstrap)  # the restart: --once from the checkpoint
     _assert_exactly_once(tmp_path)

@@ -80,7 +80,8 @@ def _wait_caught_up(settings, topics: set[str], proc: subprocess.Popen, log: Pat
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert proc.poll() is None, f"the ingestion exited ({proc.returncode}):\n{log.read_text()[-3000:]}"
-        lags = [lag for lag in kafka_lags(settings.checkpoints_dir, settings.lake) if lag.topic in topics]
+        checkpoints = settings.checkpoints_for(settings.lake)
+        lags = [lag for lag in kafka_lags(checkpoints, settings.lake) if lag.topic in topics]
         if lags and all(lag.lag == 0 for lag in lags) and {lag.topic for lag in lags} == topics:
             return
         time.sleep(2)
