@@ -1,26 +1,21 @@
-"""Small files at a local path or an ``s3://``/``s3a://`` URI, one way for both (pyarrow's file systems).
+"""Small files at a local path or an ``s3://``/``s3a://`` URI, addressed by their full location.
 
-What Python reads and writes beside Spark: the streaming checkpoint's own files (``pair.json``,
-``kafka.json``, Spark's offset and commit logs that ``lakehouse status`` reads) and the
-landing zone's listing. Spark itself reaches the same locations through Hadoop (S3A for
-``s3://`` and ``s3a://``). For S3 the settings are those S3A and hudi-rs get: the AWS
-credential chain, ``AWS_REGION``/``AWS_DEFAULT_REGION``, and ``AWS_ENDPOINT_URL`` (or
-``AWS_ENDPOINT_URL_S3``) for an S3-compatible store (MinIO, moto), path-style.
+What Python reads and writes beside Spark: the streaming checkpoint's own files
+(``pair.json``, ``kafka.json``, and Spark's offset, commit and file-source logs that
+``lakehouse status`` reads) and the landing zone's listing. Spark reaches the same
+locations through Hadoop (S3A for ``s3://`` and ``s3a://``). The work is done by the
+storages of ``ingestion.sources.object_store`` (local files; boto3 with retries for S3),
+rooted at ``/`` or at the bucket.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from urllib.parse import urlparse
 
-import pyarrow.fs as pafs
+from ingestion.sources.object_store import LocalStorage, S3Storage, Storage, StorageError
 
-_S3_SCHEMES = ("s3", "s3a")
-
-
-class FilesError(RuntimeError):
-    """A location cannot be read or written (the message names it and the cause)."""
+FilesError = StorageError  # a location cannot be read, listed or written (names it and the cause)
 
 
 def is_remote(location: str | Path) -> bool:
@@ -30,7 +25,7 @@ def is_remote(location: str | Path) -> bool:
 
 def is_s3(location: str | Path) -> bool:
     """Whether ``location`` is an ``s3://`` or ``s3a://`` URI."""
-    return urlparse(str(location)).scheme in _S3_SCHEMES
+    return urlparse(str(location)).scheme in ("s3", "s3a")
 
 
 def join(location: str | Path, *parts: str) -> str:
@@ -38,107 +33,55 @@ def join(location: str | Path, *parts: str) -> str:
     return "/".join([str(location).rstrip("/"), *(part.strip("/") for part in parts)])
 
 
-def _s3() -> pafs.S3FileSystem:
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-    options: dict[str, object] = {}
-    if endpoint:
-        parsed = urlparse(endpoint)
-        options.update(endpoint_override=parsed.netloc or endpoint, scheme=parsed.scheme or "https")
-    if region:
-        options["region"] = region
-    return pafs.S3FileSystem(**options)
-
-
-def resolve(location: str | Path) -> tuple[pafs.FileSystem, str]:
-    """The file system of ``location`` and the path inside it."""
+def _resolve(location: str | Path) -> tuple[Storage, str]:
+    """The storage holding ``location`` and the path inside it."""
     text = str(location)
     parsed = urlparse(text)
-    if parsed.scheme in _S3_SCHEMES:
-        if not parsed.netloc:
-            raise FilesError(f"{text}: no bucket name (expected s3://bucket/prefix)")
-        return _s3(), f"{parsed.netloc}{parsed.path}".rstrip("/")
+    if parsed.scheme in ("s3", "s3a"):
+        return S3Storage(f"s3://{parsed.netloc}"), parsed.path.strip("/")
     if parsed.scheme == "file":
-        return pafs.LocalFileSystem(), parsed.path
+        return LocalStorage("/"), parsed.path.strip("/")
     if parsed.scheme:
         raise FilesError(f"{text}: unsupported location (use a local path, s3:// or s3a://)")
-    return pafs.LocalFileSystem(), str(Path(text).expanduser().resolve())
+    return LocalStorage("/"), str(Path(text).expanduser().resolve()).strip("/")
 
 
 def read_text(location: str | Path) -> str | None:
     """The file's text (undecodable bytes replaced), None when it does not exist."""
-    fs, path = resolve(location)
-    try:
-        with fs.open_input_stream(path) as stream:
-            return stream.read().decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if _is_missing(exc):
-            return None
-        raise FilesError(f"{location}: cannot read: {exc}") from exc
+    storage, path = _resolve(location)
+    data = storage.read(path)
+    return None if data is None else data.decode("utf-8", errors="replace")
 
 
 def write_text(location: str | Path, text: str) -> None:
-    """Write the whole file (one PUT on S3; on a local disk, a temporary file renamed into place)."""
-    fs, path = resolve(location)
-    if isinstance(fs, pafs.LocalFileSystem):
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-        temp.write_text(text)
-        os.replace(temp, target)
-        return
-    try:
-        with fs.open_output_stream(path) as stream:
-            stream.write(text.encode())
-    except OSError as exc:
-        raise FilesError(f"{location}: cannot write: {exc}") from exc
+    """Write the whole file at once (one PUT on S3; a temporary file renamed into place on a local disk)."""
+    storage, path = _resolve(location)
+    storage.write(path, text.encode())
 
 
 def list_files(location: str | Path) -> list[str]:
-    """The files under ``location`` (recursively) as paths relative to it, ``/``-separated and sorted;
-    empty when it does not exist."""
-    fs, path = resolve(location)
-    try:
-        infos = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
-    except OSError as exc:
-        raise FilesError(f"{location}: cannot list: {exc}") from exc
-    prefix = path.rstrip("/") + "/"
-    return sorted(info.path[len(prefix):] for info in infos
-                  if info.type == pafs.FileType.File and info.path.startswith(prefix))
+    """The files under ``location`` (recursively) relative to it, ``/``-separated, sorted; empty when none."""
+    storage, path = _resolve(location)
+    strip = len(path) + 1 if path else 0
+    return [name[strip:] for name in storage.list(f"{path}/" if path else "")]
 
 
 def child_names(location: str | Path) -> list[str]:
     """The names of the files and directories directly under ``location``, sorted (empty when none)."""
-    fs, path = resolve(location)
-    try:
-        infos = fs.get_file_info(pafs.FileSelector(path, recursive=False, allow_not_found=True))
-    except OSError as exc:
-        raise FilesError(f"{location}: cannot list: {exc}") from exc
-    return sorted(info.base_name for info in infos)
+    storage, path = _resolve(location)
+    return storage.child_names(path)
 
 
 def exists(location: str | Path) -> bool:
-    """Whether a file or directory (on S3: any object under the prefix) is at ``location``."""
-    fs, path = resolve(location)
-    try:
-        return fs.get_file_info(path).type != pafs.FileType.NotFound
-    except OSError as exc:
-        raise FilesError(f"{location}: cannot look it up: {exc}") from exc
+    """Whether a file or a directory (on S3: any object under the prefix) is at ``location``."""
+    storage, path = _resolve(location)
+    return storage.exists(path)
 
 
-def delete_tree(location: str | Path) -> None:
-    """Remove ``location`` and everything under it (nothing when it does not exist)."""
-    fs, path = resolve(location)
-    if fs.get_file_info(path).type == pafs.FileType.NotFound:
-        return
-    try:
-        fs.delete_dir(path)
-    except OSError as exc:
-        raise FilesError(f"{location}: cannot delete: {exc}") from exc
-
-
-def _is_missing(exc: OSError) -> bool:
-    text = str(exc)
-    return "NoSuchKey" in text or "Path does not exist" in text or "[errno 2]" in text.lower()
+def delete_tree(location: str | Path) -> int:
+    """Remove ``location`` and everything under it; returns how many files went."""
+    storage, path = _resolve(location)
+    removed = storage.delete_prefix(f"{path}/")
+    if isinstance(storage, LocalStorage) and storage.exists(path):
+        Path("/", path).rmdir()  # the now empty directory itself
+    return removed

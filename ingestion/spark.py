@@ -34,6 +34,21 @@ HUDI_CONFS: dict[str, str] = {
 }
 
 
+#: S3A's retry budget. Hadoop 3.3.4's defaults retry a throttled request 20 times with exponential
+#: backoff from 500 ms (a 503 outage would keep the stream retrying for hours) and let the AWS SDK
+#: retry each attempt 10 times more. These bound a failing operation to about a minute: the SDK
+#: tries 3 times, S3A retries throttling (503 SlowDown) 6 times from 500 ms, exponentially, and
+#: other retryable failures (connection refused, timeouts) 5 times, 500 ms apart and growing.
+#: Measured against an injected outage: tests/cluster/test_s3_faults.py, docs/cluster.md.
+S3A_RETRIES: dict[str, str] = {
+    "spark.hadoop.fs.s3a.attempts.maximum": "3",
+    "spark.hadoop.fs.s3a.retry.throttle.limit": "6",
+    "spark.hadoop.fs.s3a.retry.throttle.interval": "500ms",
+    "spark.hadoop.fs.s3a.retry.limit": "5",
+    "spark.hadoop.fs.s3a.retry.interval": "500ms",
+}
+
+
 def s3a_confs(environ: dict[str, str] | None = None) -> dict[str, str]:
     """Hadoop S3A settings for ``s3a://`` and ``s3://`` paths (lake, landing), from the environment.
 
@@ -46,6 +61,7 @@ def s3a_confs(environ: dict[str, str] | None = None) -> dict[str, str]:
     confs = {
         "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
         "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        **S3A_RETRIES,
     }
     endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
     if endpoint:

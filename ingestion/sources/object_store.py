@@ -1,16 +1,24 @@
-"""Where the simulator writes: a local directory or ``s3://bucket/prefix`` (boto3), atomically.
+"""Files under a root that is a local directory or ``s3://bucket/prefix`` (boto3), written atomically.
 
-Paths are relative to the landing root and use ``/``. A local write goes to a hidden
-temporary file in the target directory (``.<name>.tmp-<pid>``; names starting with ``.``
-are ignored by Spark's file listing and by the landing-name parser) and is renamed into
-place; an S3 write is one PUT, which S3 makes visible atomically. boto3 honours the usual
-``AWS_*`` variables, including ``AWS_ENDPOINT_URL`` (tests point it at moto's server).
+What Python reads and writes beside Spark: the simulator's landing zone and oracle, and
+(through ``ingestion.files``) the streaming checkpoint's small files. Paths are relative to
+the root and use ``/``. A local write goes to a hidden temporary file in the target
+directory (``.<name>.tmp-<pid>``; names starting with ``.`` are ignored by Spark's file
+listing and by the landing-name parser) and is renamed into place; an S3 write is one PUT,
+which S3 makes visible atomically. boto3 honours the usual ``AWS_*`` variables, including
+``AWS_ENDPOINT_URL`` (tests point it at moto's server); throttled and failed requests are
+retried in botocore's ``standard`` mode, 10 attempts (``AWS_RETRY_MODE``/``AWS_MAX_ATTEMPTS``
+override both).
 """
 
 from __future__ import annotations
 
+import builtins
+import contextlib
+import functools
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -27,6 +35,10 @@ class Storage(Protocol):
     def delete_prefix(self, prefix: str) -> int: ...
 
     def delete(self, path: str) -> None: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def child_names(self, path: str) -> builtins.list[str]: ...
 
 
 class StorageError(RuntimeError):
@@ -64,6 +76,13 @@ class LocalStorage:
     def delete(self, path: str) -> None:
         self._full(path).unlink(missing_ok=True)
 
+    def exists(self, path: str) -> bool:
+        return self._full(path).exists()
+
+    def child_names(self, path: str) -> builtins.list[str]:
+        base = self._full(path)
+        return sorted(entry.name for entry in base.iterdir()) if base.is_dir() else []
+
     def delete_prefix(self, prefix: str) -> int:
         base = self._full(prefix)
         if not base.exists():
@@ -73,55 +92,109 @@ class LocalStorage:
         return count
 
 
-class S3Storage:
-    def __init__(self, uri: str, endpoint_url: str | None = None):
-        import boto3  # imported lazily: local runs do not need it
+@functools.cache
+def s3_client(endpoint_url: str | None = None):
+    """One boto3 S3 client per endpoint (None: ``AWS_ENDPOINT_URL`` or AWS), retrying throttled requests."""
+    import boto3  # imported lazily: local runs do not need it
+    from botocore.config import Config
 
-        without_scheme = uri[len("s3://") :]
+    retries = {"mode": os.environ.get("AWS_RETRY_MODE") or "standard",
+               "max_attempts": int(os.environ.get("AWS_MAX_ATTEMPTS") or 10)}
+    return boto3.client("s3", endpoint_url=endpoint_url, config=Config(retries=retries))
+
+
+class S3Storage:
+    """``s3://bucket/prefix`` (``s3a://`` too: the same objects, as Hadoop's S3A names them).
+
+    A request that still fails after botocore's retries (a missing bucket, no credentials, an
+    outage) is a ``StorageError`` naming the location, the action and S3's answer.
+    """
+
+    def __init__(self, uri: str, endpoint_url: str | None = None):
+        scheme, _, without_scheme = uri.partition("://")
         bucket, _, prefix = without_scheme.partition("/")
-        if not bucket:
+        if scheme not in ("s3", "s3a") or not bucket:
             raise StorageError(f"{uri}: no bucket name (expected s3://bucket/prefix)")
         self.root = uri.rstrip("/")
         self.bucket = bucket
         self.prefix = prefix.strip("/")
-        self.client = boto3.client("s3", endpoint_url=endpoint_url)
+        self.client = s3_client(endpoint_url)
 
     def _key(self, path: str) -> str:
-        return f"{self.prefix}/{path}" if self.prefix else path
+        path = path.strip("/")
+        return f"{self.prefix}/{path}" if self.prefix and path else (self.prefix or path)
+
+    @contextlib.contextmanager
+    def _failing(self, action: str, key: str) -> Iterator[None]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            yield
+        except (BotoCoreError, ClientError) as exc:
+            raise StorageError(f"s3://{self.bucket}/{key}: cannot {action}: {exc}") from None
 
     def write(self, path: str, data: bytes) -> None:
-        self.client.put_object(Bucket=self.bucket, Key=self._key(path), Body=data)
+        key = self._key(path)
+        with self._failing("write", key):
+            self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
 
     def read(self, path: str) -> bytes | None:
-        try:
-            response = self.client.get_object(Bucket=self.bucket, Key=self._key(path))
-        except self.client.exceptions.NoSuchKey:
-            return None
-        return response["Body"].read()
+        key = self._key(path)
+        with self._failing("read", key):
+            try:
+                response = self.client.get_object(Bucket=self.bucket, Key=key)
+            except self.client.exceptions.NoSuchKey:
+                return None
+            return response["Body"].read()
+
+    def _pages(self, prefix: str, **extra) -> Iterator[dict]:
+        with self._failing("list", prefix):
+            yield from self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix,
+                                                                               **extra)
 
     def list(self, prefix: str) -> list[str]:
+        """Every object whose path starts with ``prefix`` (end it with ``/`` for a directory)."""
         strip = len(self.prefix) + 1 if self.prefix else 0
-        keys: list[str] = []
-        paginator = self.client.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=self._key(prefix)):
-            keys.extend(item["Key"][strip:] for item in page.get("Contents", []))
-        return sorted(keys)
+        key = self._key(prefix)
+        if key and (prefix.endswith("/") or not prefix.strip("/")):
+            key += "/"
+        return sorted(item["Key"][strip:] for page in self._pages(key) for item in page.get("Contents", []))
+
+    def exists(self, path: str) -> bool:
+        """An object at ``path``, or any under ``path/`` (S3 has no directories)."""
+        key = self._key(path)
+        with self._failing("list", key):
+            found = self.client.list_objects_v2(Bucket=self.bucket, Prefix=key, MaxKeys=2).get("Contents", [])
+        return any(item["Key"] == key or item["Key"].startswith(key.rstrip("/") + "/") for item in found)
+
+    def child_names(self, path: str) -> builtins.list[str]:
+        """Names of the objects and common prefixes directly under ``path/``."""
+        key = self._key(path)
+        key = f"{key}/" if key else ""
+        names: builtins.list[str] = []
+        for page in self._pages(key, Delimiter="/"):
+            names.extend(item["Prefix"][len(key):].rstrip("/") for item in page.get("CommonPrefixes", []))
+            names.extend(item["Key"][len(key):] for item in page.get("Contents", []))
+        return sorted(name for name in names if name)
 
     def delete(self, path: str) -> None:
-        self.client.delete_object(Bucket=self.bucket, Key=self._key(path))
+        key = self._key(path)
+        with self._failing("delete", key):
+            self.client.delete_object(Bucket=self.bucket, Key=key)
 
     def delete_prefix(self, prefix: str) -> int:
         keys = [self._key(path) for path in self.list(prefix)]
         for start in range(0, len(keys), 1000):
             chunk = [{"Key": key} for key in keys[start : start + 1000]]
-            self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": chunk, "Quiet": True})
+            with self._failing("delete", prefix):
+                self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": chunk, "Quiet": True})
         return len(keys)
 
 
 def open_storage(landing: str | Path, endpoint_url: str | None = None) -> Storage:
     """The storage of a landing location: ``s3://bucket/prefix`` or a local directory."""
     text = str(landing)
-    if text.startswith("s3://"):
+    if text.startswith(("s3://", "s3a://")):
         return S3Storage(text, endpoint_url)
     if "://" in text:
         raise StorageError(f"{text}: unsupported landing location (use a local path or s3://bucket/prefix)")

@@ -199,6 +199,9 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
             kafka_error = kafka_failure(str(error), options.kafka_bootstrap, restarts)
             if kafka_error is not None:
                 raise kafka_error
+        storage_error = s3_failure(str(error))
+        if storage_error is not None:
+            raise storage_error
         raise IngestError(f"the streaming query failed: {root_cause(str(error))}",
                           "the checkpoint is intact: a restart resumes the failed batch; --verbose for details")
     return IngestSummary(checkpoint, processor.reports)
@@ -292,6 +295,28 @@ def kafka_failure(message: str, bootstrap: str, restarts: int = 0) -> IngestErro
             "start the broker again, then re-run the ingestion: it resumes from the checkpoint, nothing committed "
             "is lost or written twice")
     return None
+
+
+#: S3A's and the AWS SDK's words for a request S3 refused or never answered, after its retries.
+_S3_FAILED = re.compile(r"(?:(\w+) on (s3a?://\S+?):? )?(?:com\.amazonaws\.\S+|org\.apache\.hadoop\.fs\.s3a\.\w+): "
+                        r"(.*?)(?: \(Service: Amazon S3; Status Code: (\d+))?[;)\n]")
+
+
+def s3_failure(message: str) -> IngestError | None:
+    """A one-line IngestError when the query failed because S3 refused or did not answer (None: another
+    failure): the operation, the location and S3's status."""
+    if "com.amazonaws." not in message and "org.apache.hadoop.fs.s3a." not in message:
+        return None
+    found = _S3_FAILED.search(message)
+    if found is None:
+        return None
+    operation, location, cause, status = found.groups()
+    where = f" ({operation} {location})" if operation and location else ""
+    answer = f"HTTP {status}: {cause.strip()}" if status else cause.strip()
+    return IngestError(
+        f"S3 did not complete a request after S3A's retries{where}: {answer}",
+        "once S3 answers again (check the bucket, the AWS credentials, region and AWS_ENDPOINT_URL), re-run the "
+        "ingestion: it resumes from the checkpoint, nothing committed is lost or written twice")
 
 
 def write_kafka_source(checkpoint: str, bootstrap: str, topics: tuple[str, ...]) -> None:

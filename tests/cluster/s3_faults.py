@@ -10,7 +10,8 @@ the current fault says otherwise:
 * ``down=True``: every request is answered ``503 ServiceUnavailable`` (an outage).
 
 ``stop()`` closes the listening socket (connection refused), ``start()`` opens it again on
-the same port.
+the same port. Without faults it is a meter: ``by_kind`` counts the forwarded requests and
+the seconds moto took per kind (``request_kind``), which ``benchmarks/bench_s3.py`` reports.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ class FaultyS3Proxy:
         self.throttled = 0
         self.stalled = 0
         self.refused_while_down = 0
+        self.history: list[tuple[str, str, str]] = []  # (verdict, method, path) of every request
+        self.by_kind: dict[str, list[float]] = {}  # kind -> [forwarded requests, seconds moto took]
         self._lock = threading.Lock()
         self._server: http.server.ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -90,6 +93,7 @@ class FaultyS3Proxy:
             def _handle(self) -> None:
                 body = self._body()
                 verdict = proxy._decide()
+                proxy.history.append((verdict, self.command, self.path))
                 if verdict == "down":
                     self._error(503, "ServiceUnavailable", "injected outage")
                     return
@@ -101,15 +105,19 @@ class FaultyS3Proxy:
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_HEADERS}
                 headers["Content-Length"] = str(len(body))
                 upstream = http.client.HTTPConnection(proxy.upstream.hostname, proxy.upstream.port, timeout=120)
+                started = time.perf_counter()
                 try:
                     upstream.request(self.command, self.path, body=body, headers=headers)
                     response = upstream.getresponse()
                     payload = response.read()
+                    proxy._account(request_kind(self.command, self.path), time.perf_counter() - started)
                     self.send_response(response.status, response.reason)
                     for key, value in response.getheaders():
                         if key.lower() not in _HOP_HEADERS and key.lower() != "content-length":
                             self.send_header(key, value)
-                    self.send_header("Content-Length", str(len(payload)))
+                    # a HEAD answer has no body but the length of the object it describes
+                    length = response.getheader("Content-Length") if self.command == "HEAD" else None
+                    self.send_header("Content-Length", length or str(len(payload)))
                     self.end_headers()
                     if self.command != "HEAD":
                         self.wfile.write(payload)
@@ -129,6 +137,12 @@ class FaultyS3Proxy:
             self._server.server_close()
             self._server = None
 
+    def _account(self, kind: str, seconds: float) -> None:
+        with self._lock:
+            entry = self.by_kind.setdefault(kind, [0, 0.0])
+            entry[0] += 1
+            entry[1] += seconds
+
     def _decide(self) -> str:
         with self._lock:
             self.requests += 1
@@ -143,3 +157,15 @@ class FaultyS3Proxy:
                 self.stalled += 1
                 return "stall"
             return "pass"
+
+
+def request_kind(method: str, path: str) -> str:
+    """What an S3 request does: LIST, HEAD, GET, PUT, DELETE, multi-object delete, multipart upload."""
+    query = urlparse(path).query
+    if method == "GET" and ("list-type" in query or "delimiter" in query or urlparse(path).path.count("/") <= 1):
+        return "LIST"
+    if method == "POST" and "delete" in query:
+        return "DELETE (batch)"
+    if "uploads" in query or "uploadId" in query:
+        return "multipart"
+    return method

@@ -9,6 +9,7 @@ simulator's oracle judges what it finds. ``lakehouse status`` reads the same buc
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -19,8 +20,12 @@ import boto3
 import pytest
 
 from ingestion.stream.reading import read_latest
+from lakehouse.services import thrift
+from lakehouse.services.ports import free_port
 from simulator.oracle import event_columns, load_oracle
 from simulator.simulation import SimulationOptions, run_simulation
+from tests.conftest import ThriftServer, settings_for
+from tests.dbt_project.silver_oracle import silver_differences, table_location
 from tests.stream.judge import normalize
 
 pytestmark = pytest.mark.cluster
@@ -88,3 +93,30 @@ def test_a_lake_on_a_missing_bucket_is_one_clear_error(moto_endpoint, tmp_path) 
     lines = error_lines({"LAKEHOUSE_CHECKPOINTS": str(tmp_path / "checkpoints")})
     assert lines[0].startswith(f"error: lake {lake}: cannot open or create the bronze tables:"), lines
     assert lines[1].startswith("hint: check the lake path"), lines
+
+
+def test_dbt_builds_silver_in_a_warehouse_on_s3(moto_endpoint, tmp_path, monkeypatch) -> None:
+    """The Thrift server of a lake on S3 keeps silver in ``<lake>/warehouse``; silver equals the oracle."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)  # before the server's JVM starts: S3A reads it
+    boto3.client("s3").create_bucket(Bucket="warehouse-bucket")
+    lake, landing = "s3a://warehouse-bucket/tickit/lake", "s3://warehouse-bucket/kafka-connect"
+    settings = dataclasses.replace(settings_for(tmp_path / "home", free_port()), lake=lake, landing=landing)
+    assert settings.warehouse == f"{lake}/warehouse"
+    thrift.start(settings, timeout=600)
+    try:
+        server = ThriftServer(settings)
+        env = {**os.environ, **server.env, "DBT_TARGET_PATH": str(tmp_path / "target"),
+               "DBT_LOG_PATH": str(tmp_path / "logs")}
+        for args in (["simulate", "--scale", "0.003", "--changes", "400", "--seed", "12", "--format", "mixed",
+                      "--quiet"], ["ingest", "--once", "--quiet"], ["dbt", "run", "--select", "+path:models/silver"]):
+            result = subprocess.run([LAKEHOUSE, *args], env=env, capture_output=True, text=True, timeout=1800)
+            assert result.returncode == 0, f"{args}: {result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        assert silver_differences(server.host, server.port, landing) == {}
+        state = table_location(server.host, server.port, "silver.users_cdc_state")
+        assert state.startswith(f"{lake}/warehouse/silver.db/"), state
+        keys = [o["Key"] for page in boto3.client("s3").get_paginator("list_objects_v2").paginate(
+            Bucket="warehouse-bucket", Prefix="tickit/lake/warehouse/silver.db/") for o in page.get("Contents", [])]
+        assert any("/.hoodie/" in key for key in keys) and any(key.endswith(".parquet") for key in keys)
+        assert not (tmp_path / "home" / "warehouse").exists()
+    finally:
+        thrift.stop(settings)

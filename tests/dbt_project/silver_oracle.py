@@ -106,13 +106,31 @@ def table_location(host: str, port: int, relation: str) -> str:
 
 
 def hudi_rs_rows(location: str) -> list[dict]:
-    """Every row of the Hudi table at ``location``'s latest snapshot, read by hudi-rs (not by Spark)."""
-    import pyarrow as pa
-    from hudi import HudiReadOptions, HudiTableBuilder
+    """Every row of the Hudi table at ``location``'s latest snapshot, read by hudi-rs (not by Spark);
+    a location on S3 with the environment's endpoint and keys."""
+    from ingestion.stream.reading import read_latest
 
-    path = location.removeprefix("file:")
-    batches = HudiTableBuilder.from_base_uri(path).build().read(HudiReadOptions())
-    return pa.Table.from_batches(batches).to_pylist() if batches else []
+    rows = read_latest(location.removeprefix("file:"))
+    return rows.to_pylist() if rows is not None else []
+
+
+def silver_differences(host: str, port: int, landing: str) -> dict[str, list[str]]:
+    """Per table, how silver differs from the simulator's oracle of ``landing``: the published
+    relation (read by Spark through the Thrift server) and the live rows of its state table's
+    Hudi files (read by hudi-rs). Empty when every table equals the oracle."""
+    from ingestion.cdc.contracts import load_contracts
+    from simulator.oracle import load_oracle
+
+    oracle = load_oracle(landing)
+    problems = {}
+    for table, contract in load_contracts().items():
+        live = oracle_rows({tuple(row[k] for k in contract.primary_key): row for row in oracle.live_rows(table)},
+                           table)
+        diff = differences(silver_rows(host, port, table), live)
+        diff += [f"hudi-rs: {d}" for d in differences(state_live_rows_by_hudi_rs(host, port, table), live)]
+        if diff:
+            problems[table] = diff
+    return problems
 
 
 def state_live_rows_by_hudi_rs(host: str, port: int, table: str, schema: str = "silver") -> dict[tuple, dict]:

@@ -16,18 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.cdc.contracts import load_contracts
 from lakehouse.services import thrift
 from simulator.oracle import load_oracle
-from tests.dbt_project.silver_oracle import (
-    differences,
-    hudi_rs_rows,
-    normalize,
-    oracle_rows,
-    silver_rows,
-    state_live_rows_by_hudi_rs,
-    table_location,
-)
+from tests.dbt_project.silver_oracle import hudi_rs_rows, normalize, silver_differences, table_location
 
 LAKEHOUSE = str(Path(sys.executable).parent / "lakehouse")
 SCHEMAS = ("bronze", "staging", "silver", "gold", "seeds", "snapshots")
@@ -41,19 +32,7 @@ def _run(args: list[str], env: dict[str, str], timeout: float = 1200) -> subproc
 
 
 def _silver_matches_oracle(server, landing: Path) -> dict[str, list[str]]:
-    """Every silver relation (read by Spark through the Thrift server) and the live rows of its
-    state table's Hudi files (read by hudi-rs) equal the oracle."""
-    oracle = load_oracle(str(landing))
-    problems = {}
-    for table, contract in load_contracts().items():
-        live = oracle_rows({tuple(row[k] for k in contract.primary_key): row for row in oracle.live_rows(table)},
-                           table)
-        diff = differences(silver_rows(server.host, server.port, table), live)
-        diff += [f"hudi-rs: {d}" for d in
-                 differences(state_live_rows_by_hudi_rs(server.host, server.port, table), live)]
-        if diff:
-            problems[table] = diff
-    return problems
+    return silver_differences(server.host, server.port, str(landing))
 
 
 def _gold_read_alike_by_hudi_rs(server) -> dict[str, list[str]]:

@@ -88,6 +88,10 @@ def test_a_local_checkpoint_keeps_spark_s_default_file_manager(spark, tmp_path, 
 
 
 def test_a_landing_in_a_missing_bucket_is_a_clear_error(tmp_path, bucket):
-    with pytest.raises(IngestError, match=r"^landing zone s3://no-such-bucket/x: no topics/ directory$") as caught:
+    expected = r"^landing zone s3://no-such-bucket/x: .*cannot list: .*NoSuchBucket"
+    with pytest.raises(IngestError, match=expected) as caught:
         run_ingest(_options(tmp_path, "s3://no-such-bucket/x", str(tmp_path / "c")), spark=object(), log_stream=None)
     assert "AWS_ENDPOINT_URL" in (caught.value.hint or "")
+    with pytest.raises(IngestError, match=rf"^landing zone s3://{bucket}/nothing-landed: no topics/ directory$"):
+        run_ingest(_options(tmp_path, f"s3://{bucket}/nothing-landed", str(tmp_path / "c")), spark=object(),
+                   log_stream=None)
