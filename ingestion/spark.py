@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -74,6 +75,27 @@ def s3a_confs(environ: dict[str, str] | None = None) -> dict[str, str]:
     return confs
 
 
+def spark_master(cores: int = 2) -> str:
+    """Where the project's Spark applications run: ``LAKEHOUSE_SPARK_MASTER`` (``spark://host:port`` of a
+    standalone cluster, ``yarn``, ...), else ``local[cores]`` in the process."""
+    return os.environ.get("LAKEHOUSE_SPARK_MASTER") or f"local[{cores}]"
+
+
+def user_confs() -> dict[str, str]:
+    """``LAKEHOUSE_SPARK_CONF``: a JSON object of Spark settings applied last to every project Spark
+    application and the managed Thrift server (executor sizes, ``spark.cores.max`` on a shared cluster)."""
+    text = os.environ.get("LAKEHOUSE_SPARK_CONF")
+    if not text:
+        return {}
+    try:
+        confs = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"LAKEHOUSE_SPARK_CONF is not a JSON object: {exc}") from None
+    if not isinstance(confs, dict):
+        raise ValueError("LAKEHOUSE_SPARK_CONF is not a JSON object of Spark settings")
+    return {str(key): str(value) for key, value in confs.items()}
+
+
 def jar_confs() -> dict[str, str]:
     """The pinned jars (jvm/spark/pom.xml) on the driver's and executors' classpath.
 
@@ -111,11 +133,12 @@ def local_spark_session(
     prepare_environment()
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master(f"local[{cores}]").appName(app_name)
+    builder = SparkSession.builder.master(spark_master(cores)).appName(app_name)
     confs = {**DEFAULT_CONFS, **HUDI_CONFS, **jar_confs(), **s3a_confs()}
     if warehouse_dir is not None:
         confs["spark.sql.warehouse.dir"] = str(warehouse_dir)
     confs.update(extra_confs or {})
+    confs.update(user_confs())
     for key, value in confs.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

@@ -34,6 +34,8 @@ class Settings:
     alert_webhook_url: str | None
     checkpoints: str | None = None  # LAKEHOUSE_CHECKPOINTS; None: see checkpoints_for
     warehouse_setting: str | None = None  # LAKEHOUSE_WAREHOUSE; None: see warehouse
+    spark_master_port: int = 7077  # LAKEHOUSE_SPARK_MASTER_PORT: 'lakehouse cluster' master
+    spark_master_ui_port: int = 8090  # LAKEHOUSE_SPARK_MASTER_UI_PORT: its web UI (/json/ for status)
 
     @property
     def logs_dir(self) -> Path:
@@ -88,4 +90,6 @@ def load_settings() -> Settings:
         alert_webhook_url=_env("LAKEHOUSE_ALERT_WEBHOOK_URL"),
         checkpoints=_env("LAKEHOUSE_CHECKPOINTS"),
         warehouse_setting=_env("LAKEHOUSE_WAREHOUSE"),
+        spark_master_port=int(_env_or("LAKEHOUSE_SPARK_MASTER_PORT", "7077")),
+        spark_master_ui_port=int(_env_or("LAKEHOUSE_SPARK_MASTER_UI_PORT", "8090")),
     )

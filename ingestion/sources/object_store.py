@@ -92,15 +92,23 @@ class LocalStorage:
         return count
 
 
-@functools.cache
 def s3_client(endpoint_url: str | None = None):
-    """One boto3 S3 client per endpoint (None: ``AWS_ENDPOINT_URL`` or AWS), retrying throttled requests."""
+    """A boto3 S3 client for ``endpoint_url`` (None: ``AWS_ENDPOINT_URL`` or AWS) that retries throttled
+    requests; one per endpoint, region and key, so a changed environment gets a new one."""
+    endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    return _client(endpoint, region, os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_RETRY_MODE"),
+                   os.environ.get("AWS_MAX_ATTEMPTS"))
+
+
+@functools.cache
+def _client(endpoint: str | None, region: str | None, _key_id: str | None, retry_mode: str | None,
+            max_attempts: str | None):
     import boto3  # imported lazily: local runs do not need it
     from botocore.config import Config
 
-    retries = {"mode": os.environ.get("AWS_RETRY_MODE") or "standard",
-               "max_attempts": int(os.environ.get("AWS_MAX_ATTEMPTS") or 10)}
-    return boto3.client("s3", endpoint_url=endpoint_url, config=Config(retries=retries))
+    retries = {"mode": retry_mode or "standard", "max_attempts": int(max_attempts or 10)}
+    return boto3.client("s3", endpoint_url=endpoint, region_name=region, config=Config(retries=retries))
 
 
 class S3Storage:

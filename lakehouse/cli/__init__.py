@@ -21,6 +21,7 @@ from lakehouse.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
 COMMAND_MODULES = (
     "thrift",
     "kafka",
+    "cluster",
     "sources",
     "contracts",
     "tables",

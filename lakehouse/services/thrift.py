@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ingestion.spark import HUDI_CONFS, jar_confs, s3a_confs, spark_home
+from ingestion.spark import HUDI_CONFS, jar_confs, s3a_confs, spark_home, spark_master, user_confs
 from lakehouse.config import Settings
 from lakehouse.services import registry
 
@@ -85,7 +85,7 @@ def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
     """Spark settings of the managed server."""
     home = settings.home
     return {
-        "spark.master": "local[2]",
+        "spark.master": spark_master(),
         "spark.app.name": f"lakehouse-thrift-{settings.thrift_port}",
         "spark.driver.memory": DRIVER_MEMORY,
         "spark.driver.bindAddress": "127.0.0.1",
@@ -132,6 +132,7 @@ def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
         # poll_interval (whole seconds), which cost ~1 s per statement; synchronous statements
         # are FINISHED at the first poll.
         "spark.sql.hive.thriftServer.async": "false",
+        **user_confs(),
     }
 
 
