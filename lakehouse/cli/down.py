@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from lakehouse.config import load_settings
-from lakehouse.services import kafka, registry, thrift
+from lakehouse.services import kafka, registry, spark_cluster, thrift
 
 
 def _down(args: argparse.Namespace) -> int:
@@ -16,6 +16,7 @@ def _down(args: argparse.Namespace) -> int:
         else:
             print(registry.stop(settings, record.name))
     print(thrift.stop(settings))
+    print(spark_cluster.stop(settings))  # after the server: it may run on the cluster
     print(
         f"state kept under {settings.home}: landing zone, lake (bronze tables), metastore, warehouse,"
         " checkpoints, logs and job history. 'make clean' removes it."
