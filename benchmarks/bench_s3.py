@@ -33,6 +33,8 @@ from pathlib import Path
 from lakehouse.services.ports import free_port
 from simulator.simulation import SimulationOptions, run_simulation
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the project root: tests.cluster.s3_faults
+
 BUCKET = "bench-lake"
 
 
