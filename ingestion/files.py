@@ -4,7 +4,7 @@ What Python reads and writes beside Spark: the streaming checkpoint's own files
 (``pair.json``, ``kafka.json``, and Spark's offset, commit and file-source logs that
 ``lakehouse status`` reads) and the landing zone's listing. Spark reaches the same
 locations through Hadoop (S3A for ``s3://`` and ``s3a://``). The work is done by the
-storages of ``ingestion.sources.object_store`` (local files; boto3 with retries for S3),
+storages of ``ingestion.object_store`` (local files; boto3 with retries for S3),
 rooted at ``/`` or at the bucket.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlparse
 
-from ingestion.sources.object_store import LocalStorage, S3Storage, Storage, StorageError
+from ingestion.object_store import LocalStorage, S3Storage, Storage, StorageError
 
 FilesError = StorageError  # a location cannot be read, listed or written (names it and the cause)
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ingestion.cdc.contracts import BRONZE_METADATA_COLUMNS, load_contracts
-from ingestion.sources.object_store import Storage, open_storage
+from ingestion.object_store import Storage, open_storage
 
 ORACLE_DIR = "_oracle"
 MANIFEST = f"{ORACLE_DIR}/manifest.json"

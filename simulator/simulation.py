@@ -34,7 +34,7 @@ from typing import Any
 from ingestion.cdc.contracts import TableContract, load_contracts
 from ingestion.cdc.landing import AVRO, FILE_FORMATS, JSON, LandingPathError, parse_landing_path
 from ingestion.cdc.position import render_position
-from ingestion.sources.object_store import Storage, open_storage
+from ingestion.object_store import Storage, open_storage
 from simulator import tickit
 from simulator.avro import AvroItem, AvroRowEncoder, sync_marker, truncated_container
 from simulator.badlines import BAD_KINDS, UNKNOWN_TOPIC, AvroBadFile, bad_avro, bad_line

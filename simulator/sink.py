@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ingestion.cdc.landing import AVRO, FILE_FORMATS, JSON, landing_file_name
-from ingestion.sources.object_store import Storage
+from ingestion.object_store import Storage
 from simulator.avro import AvroItem, container_bytes, sync_marker
 
 PARTITIONERS = ("default", "daily")

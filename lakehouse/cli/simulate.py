@@ -7,7 +7,7 @@ import datetime as dt
 import os
 
 from ingestion.cdc.landing import FILE_FORMATS, JSON
-from ingestion.sources.object_store import StorageError, open_storage
+from ingestion.object_store import StorageError, open_storage
 from lakehouse.cli._common import CliError, UsageError
 from lakehouse.config import load_settings
 from simulator.oracle import OracleError

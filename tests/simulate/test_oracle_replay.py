@@ -10,7 +10,7 @@ import pytest
 
 from ingestion.cdc.contracts import load_contracts
 from ingestion.cdc.landing import parse_landing_path
-from ingestion.sources.object_store import LocalStorage
+from ingestion.object_store import LocalStorage
 from simulator.oracle import load_oracle
 from tests.simulate.replay import replay_landing
 

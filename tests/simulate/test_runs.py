@@ -14,7 +14,7 @@ import pytest
 
 from ingestion.cdc.contracts import load_contracts
 from ingestion.cdc.landing import parse_landing_path
-from ingestion.sources.object_store import LocalStorage, S3Storage
+from ingestion.object_store import LocalStorage, S3Storage
 from lakehouse.cli import main
 from simulator.oracle import OracleError, load_oracle
 from simulator.simulation import SimulationError, run_simulation
