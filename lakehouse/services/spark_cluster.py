@@ -25,7 +25,7 @@ from pathlib import Path
 from ingestion.spark import spark_home
 from lakehouse.config import Settings
 from lakehouse.services.ports import free_port
-from lakehouse.services.thrift import java_executable, port_open, spark_env
+from lakehouse.services.thrift import cmdline, java_executable, port_open, spark_env
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -72,15 +72,8 @@ def ui_url(settings: Settings) -> str:
     return f"http://127.0.0.1:{settings.spark_master_ui_port}"
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
 def _ours(pid: int, settings: Settings) -> bool:
-    command = _cmdline(pid)
+    command = cmdline(pid)
     return str(_properties(settings)) in command and (MASTER_CLASS in command or WORKER_CLASS in command)
 
 

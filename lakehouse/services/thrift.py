@@ -151,7 +151,8 @@ def _read_pid(settings: Settings) -> int | None:
         return None
 
 
-def _cmdline(pid: int) -> str:
+def cmdline(pid: int) -> str:
+    """The command line of ``pid`` (empty when it is gone)."""
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
@@ -160,7 +161,7 @@ def _cmdline(pid: int) -> str:
 
 def _is_our_server(pid: int, settings: Settings) -> bool:
     """True when ``pid`` is alive and runs the Thrift server of this home."""
-    cmd = _cmdline(pid)
+    cmd = cmdline(pid)
     return MAIN_CLASS in cmd and str(settings.home / "metastore_db") in cmd
 
 
