@@ -37,10 +37,14 @@ class Artifact:
     group_id: str
     artifact_id: str
     version: str
+    classifier: str = ""
+    kind: str = "jar"  # the Maven <type>: jar, or an archive such as tar.gz
 
     @property
     def jar_name(self) -> str:
-        return f"{self.artifact_id}-{self.version}.jar"
+        """The file name ``dependency:copy-dependencies`` gives it."""
+        classifier = f"-{self.classifier}" if self.classifier else ""
+        return f"{self.artifact_id}-{self.version}{classifier}.{self.kind}"
 
     def __str__(self) -> str:
         return f"{self.group_id}:{self.artifact_id}:{self.version}"
@@ -67,7 +71,9 @@ def declared_artifacts(role: str) -> list[Artifact]:
     return [
         Artifact(expand(dep.findtext("m:groupId", namespaces=_POM_NS)),
                  expand(dep.findtext("m:artifactId", namespaces=_POM_NS)),
-                 expand(dep.findtext("m:version", namespaces=_POM_NS)))
+                 expand(dep.findtext("m:version", namespaces=_POM_NS)),
+                 expand(dep.findtext("m:classifier", namespaces=_POM_NS)),
+                 expand(dep.findtext("m:type", namespaces=_POM_NS)) or "jar")
         for dep in root.findall("m:dependencies/m:dependency", _POM_NS)
     ]
 

@@ -36,6 +36,8 @@ class Settings:
     warehouse_setting: str | None = None  # LAKEHOUSE_WAREHOUSE; None: see warehouse
     spark_master_port: int = 7077  # LAKEHOUSE_SPARK_MASTER_PORT: 'lakehouse cluster' master
     spark_master_ui_port: int = 8090  # LAKEHOUSE_SPARK_MASTER_UI_PORT: its web UI (/json/ for status)
+    metastore_uri: str | None = None  # LAKEHOUSE_METASTORE_URI: a shared Hive Metastore; None: embedded Derby
+    metastore_port: int = 9083  # LAKEHOUSE_METASTORE_PORT: 'lakehouse metastore' service
 
     @property
     def logs_dir(self) -> Path:
@@ -92,4 +94,6 @@ def load_settings() -> Settings:
         warehouse_setting=_env("LAKEHOUSE_WAREHOUSE"),
         spark_master_port=int(_env_or("LAKEHOUSE_SPARK_MASTER_PORT", "7077")),
         spark_master_ui_port=int(_env_or("LAKEHOUSE_SPARK_MASTER_UI_PORT", "8090")),
+        metastore_uri=_env("LAKEHOUSE_METASTORE_URI"),
+        metastore_port=int(_env_or("LAKEHOUSE_METASTORE_PORT", "9083")),
     )

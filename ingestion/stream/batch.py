@@ -182,8 +182,11 @@ class BatchProcessor:
     def __init__(self, landing: str, lake: str, checkpoint: str, *, syncer: CatalogSyncer | None = None,
                  log_stream: TextIO | None = sys.stdout,
                  on_report: Callable[[BatchReport], None] | None = None,
-                 chunker: Chunker | None = None):
+                 chunker: Chunker | None = None, metastore_uri: str | None = None, database: str = "bronze"):
         self.landing = landing
+        #: a shared Hive Metastore each commit is synced to (Hudi's hive sync), and its database
+        self.metastore_uri = metastore_uri
+        self.database = database
         #: the parse stage of another source (Kafka: ``kafka_chunker``); None: landed files
         self.chunker = chunker
         self.lake = lake
@@ -200,6 +203,9 @@ class BatchProcessor:
         #: each table's schema version (``ingestion.stream.schema_history``), read with ``bronze_columns``
         self.schema_versions: dict[str, int] = {}
         self.reports: list[BatchReport] = []
+
+    def _options(self, table: str) -> dict[str, str]:
+        return write_options(table, self.metastore_uri, self.database)
 
     # -- foreachBatch entry point ---------------------------------------------------
     def __call__(self, files: DataFrame, batch_id: int) -> None:
@@ -322,7 +328,7 @@ class BatchProcessor:
         rows = spark.createDataFrame([tuple(c.as_row(recorded_at)[n] for n in names) for c in changes],
                                      from_arrow_schema(schema))
         path = table_path(self.lake, SCHEMA_CHANGE_TABLE)
-        outcome = write_once(rows, path, write_options(SCHEMA_CHANGE_TABLE), marker, SCHEMA_CHANGE_TABLE)
+        outcome = write_once(rows, path, self._options(SCHEMA_CHANGE_TABLE), marker, SCHEMA_CHANGE_TABLE)
         self._record(outcome, report)
         if not outcome.skipped:  # a replayed batch: the history read at the start holds its versions
             report.schema_versions.update(versions)
@@ -353,7 +359,7 @@ class BatchProcessor:
         path = table_path(self.lake, table)
         state = table_state(chunks.sparkSession, path)
         columns = _write_columns(self.columns[table], state, changed)
-        options = write_options(table)
+        options = self._options(table)
         if widens_table(state, columns):
             options = {**options, **WIDENING_OPTIONS}
         schema = arrow_schema(columns)

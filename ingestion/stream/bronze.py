@@ -31,6 +31,7 @@ import re
 
 import pyarrow as pa
 
+from ingestion.catalog.hive_sync import hive_sync_options
 from ingestion.cdc.contracts import (
     BRONZE_ORDERING_COLUMN,
     BRONZE_PARTITION_COLUMN,
@@ -194,8 +195,19 @@ def table_columns() -> dict[str, tuple[tuple[str, str], ...]]:
     return columns
 
 
-def write_options(table: str) -> dict[str, str]:
-    """Hudi write options of any table the ingestion writes."""
+def partition_field(table: str) -> str | None:
+    """The partition column of a table the ingestion writes (None: unpartitioned)."""
+    return None if table in INGESTION_TABLES else BRONZE_PARTITION_COLUMN
+
+
+def write_options(table: str, metastore_uri: str | None = None, database: str = DATABASE) -> dict[str, str]:
+    """Hudi write options of any table the ingestion writes; with ``metastore_uri``, synced to that metastore."""
     if table in INGESTION_TABLES:
-        return unpartitioned_options(table, INGESTION_TABLES[table][0])
-    return bronze_options(bronze_contracts()[table])
+        options = unpartitioned_options(table, INGESTION_TABLES[table][0])
+    else:
+        options = bronze_options(bronze_contracts()[table])
+    if metastore_uri:
+        options = {**options, **hive_sync_options(table, metastore_uri, database,
+                                                  partition_field=partition_field(table)),
+                   **hoodie_overrides()}
+    return options

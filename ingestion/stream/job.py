@@ -20,7 +20,7 @@ from ingestion.cdc.contracts import topic_map
 from ingestion.sources.kafka import KafkaSourceOptions, kafka_stream
 from ingestion.sources.landing import landing_stream, topics_root
 from ingestion.stream.batch import BatchProcessor, BatchReport
-from ingestion.stream.bronze import arrow_schema, table_columns, table_path, write_options
+from ingestion.stream.bronze import arrow_schema, partition_field, table_columns, table_path, write_options
 from ingestion.stream.checkpoint import FILE_MANAGER_CONF, file_manager, prepare_checkpoint, query_dir
 from ingestion.stream.hudi_tables import create_empty
 from ingestion.stream.kafka_parse import kafka_chunker
@@ -52,6 +52,9 @@ class IngestOptions:
     thrift_host: str = "127.0.0.1"
     thrift_port: int = 10000
     database: str = "bronze"  # the catalog database of the synced views (tests use their own)
+    #: a shared Hive Metastore (thrift://...): Hudi's hive sync registers each commit there; None: the
+    #: Thrift server's own metastore, registered through the server (``ingestion.catalog.sync``)
+    metastore_uri: str | None = None
     timeout_seconds: float | None = None  # continuous mode: stop after this long (tests, benchmarks)
     # -- the Kafka source (``kafka_bootstrap`` set): read the topics instead of the landing zone
     kafka_bootstrap: str | None = None  # HOST:PORT[,HOST:PORT...]
@@ -146,13 +149,15 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
         from ingestion.spark import local_spark_session
 
         spark = local_spark_session("lakehouse-ingest")
-    _open_lake(spark, options.lake)
+    metastore_uri = options.metastore_uri if options.sync else None
+    _open_lake(spark, options.lake, metastore_uri, options.database)
     syncer = None
-    if options.sync:
+    if options.sync and metastore_uri is None:
         syncer = CatalogSyncer(options.lake, options.thrift_host, options.thrift_port, database=options.database)
     if options.kafka_bootstrap is not None:
         write_kafka_source(checkpoint, options.kafka_bootstrap, options.kafka_topics())
         processor = BatchProcessor(options.source_location, options.lake, checkpoint, syncer=syncer,
+                                   metastore_uri=metastore_uri, database=options.database,
                                    log_stream=log_stream, on_report=on_report,
                                    chunker=kafka_chunker(options.schema_registry_url))
         source = kafka_stream(spark, KafkaSourceOptions(
@@ -160,6 +165,7 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
             options.max_offsets_per_trigger, options.fail_on_data_loss, options.kafka_timeout_ms))
     else:
         processor = BatchProcessor(options.landing, options.lake, checkpoint, syncer=syncer,
+                                   metastore_uri=metastore_uri, database=options.database,
                                    log_stream=log_stream, on_report=on_report)
         source = landing_stream(spark, options.landing, max_files_per_trigger=options.max_files_per_trigger,
                                 max_bytes_per_trigger=options.max_bytes_per_trigger)
@@ -225,24 +231,42 @@ def _retry_kafka(message: str, options: IngestOptions, restarts: int) -> bool:
             and not any(marker in message for marker in _DATA_LOSS))
 
 
-def _open_lake(spark, lake: str) -> None:
-    """Create the missing bronze tables; a lake that cannot be reached is one clear IngestError."""
+def _open_lake(spark, lake: str, metastore_uri: str | None = None, database: str = "bronze") -> None:
+    """Create the missing bronze tables and, with a shared metastore, register the others there;
+    a lake or a metastore that cannot be reached is one clear IngestError."""
     from py4j.protocol import Py4JJavaError
 
     try:
-        create_missing_tables(spark, lake)
+        created = create_missing_tables(spark, lake, metastore_uri, database)
     except Py4JJavaError as exc:
         cause = str(exc.java_exception).splitlines()[0]
+        if metastore_uri and ("HiveSync" in cause or "metastore" in cause.lower()):
+            raise IngestError(f"metastore {metastore_uri}: cannot register the bronze tables: {cause}",
+                              "start it ('lakehouse metastore start') or unset LAKEHOUSE_METASTORE_URI") from None
         raise IngestError(f"lake {lake}: cannot open or create the bronze tables: {cause}",
                           "check the lake path, and for s3a:// the bucket, the AWS credentials, region and "
                           "AWS_ENDPOINT_URL") from None
+    if metastore_uri:
+        from ingestion.catalog.hive_sync import sync_table
+
+        try:
+            for table in table_columns():
+                if table not in created:
+                    sync_table(spark, table_path(lake, table), table, metastore_uri, database,
+                               partition_field=partition_field(table))
+        except Py4JJavaError as exc:
+            cause = str(exc.java_exception).splitlines()[0]
+            raise IngestError(f"metastore {metastore_uri}: cannot register the bronze tables: {cause}",
+                              "start it ('lakehouse metastore start') or unset LAKEHOUSE_METASTORE_URI") from None
 
 
-def create_missing_tables(spark, lake: str) -> list[str]:
-    """Create every bronze table (and the dead letters) that does not exist yet, empty and typed."""
+def create_missing_tables(spark, lake: str, metastore_uri: str | None = None, database: str = "bronze") -> list[str]:
+    """Create every bronze table (and the dead letters) that does not exist yet, empty and typed
+    (and registered in the shared metastore, when there is one)."""
     created = []
     for table, columns in table_columns().items():
-        if create_empty(spark, table_path(lake, table), utc_timestamps(arrow_schema(columns)), write_options(table)):
+        if create_empty(spark, table_path(lake, table), utc_timestamps(arrow_schema(columns)),
+                        write_options(table, metastore_uri, database)):
             created.append(table)
     if created:
         log.info("created empty bronze tables: %s", ", ".join(created))

@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "thrift",
     "kafka",
     "cluster",
+    "metastore",
     "sources",
     "contracts",
     "tables",

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 
 from lakehouse.config import load_settings
-from lakehouse.services import kafka, registry, spark_cluster, thrift
+from lakehouse.services import kafka, metastore, registry, spark_cluster, thrift
 
 
 def _down(args: argparse.Namespace) -> int:
     settings = load_settings()
-    for record in registry.running(settings):
+    # a server before the database it keeps its state in
+    for record in sorted(registry.running(settings), key=lambda r: r.name == metastore.DATABASE_SERVICE):
         if record.name == kafka.SERVICE:  # the broker checks that the PID is still its own
             print(kafka.stop(kafka.broker_config(settings)))
         else:

@@ -44,7 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "Apicurio's http://HOST:8080/apis/ccompat/v7")
     kafka.add_argument("--no-fail-on-data-loss", action="store_true",
                        help="skip offsets lost to retention instead of stopping with an error")
-    parser.add_argument("--no-sync", action="store_true", help="do not sync the catalog through the Thrift server")
+    parser.add_argument("--no-sync", action="store_true",
+                        help="do not register the tables (through the Thrift server, or in $LAKEHOUSE_METASTORE_URI)")
     parser.add_argument("--thrift-host", help="Thrift server host (default: $LAKEHOUSE_THRIFT_HOST)")
     parser.add_argument("--thrift-port", type=int, help="Thrift server port (default: $LAKEHOUSE_THRIFT_PORT)")
     parser.add_argument("--timeout", type=float, metavar="SECONDS",
@@ -70,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         sync=not args.no_sync,
         thrift_host=args.thrift_host or settings.thrift_host,
         thrift_port=args.thrift_port or settings.thrift_port,
+        metastore_uri=settings.metastore_uri,
         timeout_seconds=args.timeout,
         kafka_bootstrap=args.kafka_bootstrap,
         topics=tuple(t.strip() for t in args.topics.split(",") if t.strip()) if args.topics else None,

@@ -131,29 +131,35 @@ def _postgres_reaches(path: Path) -> bool:
     return done.returncode == 0
 
 
-def postgres_data_dir(settings: Settings) -> Path:
-    """``<home>/sources/postgres``; as root under a home the ``postgres`` user cannot enter (a
-    private temporary directory, say), ``/var/tmp/lakehouse-postgres/<hash of the home>``."""
-    root = sources_dir(settings)
+def postgres_data_dir(settings: Settings, root: Path | None = None, name: str = "postgres") -> Path:
+    """``<root>/<name>`` (root: ``<home>/sources``); as root under a home the ``postgres`` user cannot
+    enter (a private temporary directory, say), ``/var/tmp/lakehouse-postgres/<hash of root>/<name>``."""
+    root = root or sources_dir(settings)
     if _postgres_reaches(root):
-        return root / "postgres"
-    digest = hashlib.sha256(str(settings.home).encode()).hexdigest()[:16]
-    return Path("/var/tmp/lakehouse-postgres") / digest / "postgres"
+        return root / name
+    key = str(settings.home) if root == sources_dir(settings) else str(root)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return Path("/var/tmp/lakehouse-postgres") / digest / name
 
 
-def start_postgres(settings: Settings, port: int | None = None, timeout: float = 60.0) -> Database:
-    """Start (idempotent) the PostgreSQL source: database ``tickit``, logical decoding on."""
-    name = "postgres"
-    root = sources_dir(settings)
+def start_postgres(settings: Settings, port: int | None = None, timeout: float = 60.0, *,
+                   root: Path | None = None, name: str = "postgres", database: str = "tickit") -> Database:
+    """Start (idempotent) a PostgreSQL server of this home, logical decoding on, with ``database``.
+
+    The default is the PostgreSQL source (``<home>/sources/postgres``, database ``tickit``);
+    ``root``/``name`` give another server its own data directory, password, port and PID file
+    (the shared metastore's database, ``lakehouse.services.metastore``).
+    """
+    root = root or sources_dir(settings)
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)
     password = _password(root / name)
     record = registry.read(settings, name)
     if record is not None and record.alive:
-        return Database(name, HOST, _port(root / name, None), USER, password, "tickit",
-                        postgres_data_dir(settings), record.pid)
+        return Database("postgres", HOST, _port(root / name, None), USER, password, database,
+                        postgres_data_dir(settings, root, name), record.pid)
     port = _port(root / name, port)
-    data = postgres_data_dir(settings)
+    data = postgres_data_dir(settings, root, name)
     if not (data / "PG_VERSION").exists():
         data.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         _postgres_owner(data.parent)
@@ -168,7 +174,7 @@ def start_postgres(settings: Settings, port: int | None = None, timeout: float =
                                     "--auth=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8"]), "initdb")
         finally:
             pwfile.unlink(missing_ok=True)
-    log = settings.logs_dir / "postgres.log"
+    log = settings.logs_dir / f"{name}.log"
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
     options = ["-c", f"listen_addresses={HOST}", "-c", f"port={port}", "-c", "unix_socket_directories=",
                "-c", "wal_level=logical", "-c", "max_replication_slots=8", "-c", "max_wal_senders=8",
@@ -180,9 +186,9 @@ def start_postgres(settings: Settings, port: int | None = None, timeout: float =
     # runuser stays the parent of postgres and passes signals on: its PID is the one to stop
     registry.register(settings, name, proc.pid)
     _wait_port("PostgreSQL", proc.pid, port, log, timeout)
-    database = Database(name, HOST, port, USER, password, "tickit", data, proc.pid)
-    _create_postgres_database(database)
-    return database
+    server = Database("postgres", HOST, port, USER, password, database, data, proc.pid)
+    _create_postgres_database(server)
+    return server
 
 
 def _create_postgres_database(database: Database) -> None:

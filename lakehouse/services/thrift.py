@@ -81,18 +81,14 @@ def spark_env(settings: Settings) -> dict[str, str]:
     return env
 
 
-def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
-    """Spark settings of the managed server."""
+def metastore_confs(settings: Settings) -> dict[str, str]:
+    """The server's metastore: the shared one (``LAKEHOUSE_METASTORE_URI``), else its own Derby."""
     home = settings.home
+    marker = f"-Dlakehouse.home={home}"  # identifies the server of this home (_is_our_server)
+    if settings.metastore_uri:
+        return {"spark.hadoop.hive.metastore.uris": settings.metastore_uri,
+                "spark.driver.extraJavaOptions": marker}
     return {
-        "spark.master": spark_master(),
-        "spark.app.name": f"lakehouse-thrift-{settings.thrift_port}",
-        "spark.driver.memory": DRIVER_MEMORY,
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.driver.host": "127.0.0.1",
-        "spark.ui.enabled": "true" if ui else "false",
-        "spark.ui.port": "4040",
-        "spark.sql.warehouse.dir": settings.warehouse,
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
             f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
         ),
@@ -103,8 +99,23 @@ def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
         "spark.hadoop.datanucleus.cache.level2": "true",
         "spark.hadoop.datanucleus.cache.level2.type": "soft",
         "spark.driver.extraJavaOptions": (
-            f"-Dderby.system.home={home / 'logs'} -Dderby.language.statementCacheSize=2000"
+            f"{marker} -Dderby.system.home={home / 'logs'} -Dderby.language.statementCacheSize=2000"
         ),
+    }
+
+
+def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
+    """Spark settings of the managed server."""
+    return {
+        "spark.master": spark_master(),
+        "spark.app.name": f"lakehouse-thrift-{settings.thrift_port}",
+        "spark.driver.memory": DRIVER_MEMORY,
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+        "spark.ui.enabled": "true" if ui else "false",
+        "spark.ui.port": "4040",
+        "spark.sql.warehouse.dir": settings.warehouse,
+        **metastore_confs(settings),
         # Apache Hudi: the bundle and the other pinned jars, Kryo, Hudi's SQL extension and catalog
         **HUDI_CONFS,
         **jar_confs(),
@@ -162,7 +173,7 @@ def cmdline(pid: int) -> str:
 def _is_our_server(pid: int, settings: Settings) -> bool:
     """True when ``pid`` is alive and runs the Thrift server of this home."""
     cmd = cmdline(pid)
-    return MAIN_CLASS in cmd and str(settings.home / "metastore_db") in cmd
+    return MAIN_CLASS in cmd and f"-Dlakehouse.home={settings.home} " in cmd
 
 
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
