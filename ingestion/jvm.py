@@ -103,10 +103,18 @@ def classpath(role: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m ingestion.jvm check ROLE...``: set-up's verification of the resolved jars."""
+    """``python -m ingestion.jvm check ROLE...``: set-up's verification of the resolved jars;
+    ``python -m ingestion.jvm classpath ROLE``: the role's class path (``:``-joined)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) == 2 and args[0] == "classpath":  # for spark-submit --driver-class-path (docs/cluster.md)
+        try:
+            print(classpath(args[1]))
+        except JvmDependencyError as exc:
+            print(f"error: JVM role {args[1]}: {exc}\nhint: {exc.hint}", file=sys.stderr)
+            return 1
+        return 0
     if len(args) < 2 or args[0] != "check":
-        print("usage: python -m ingestion.jvm check ROLE...", file=sys.stderr)
+        print("usage: python -m ingestion.jvm check ROLE... | classpath ROLE", file=sys.stderr)
         return 2
     for role in args[1:]:
         try:

@@ -127,17 +127,31 @@ def prepare_environment() -> None:
     os.environ["SPARK_HOME"] = str(spark_home())
 
 
+def submitted() -> bool:
+    """Whether this Python runs under ``spark-submit``: its JVM started first and handed PySpark the
+    gateway (PySpark otherwise starts the JVM itself, without these variables)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
 def local_spark_session(
     app_name: str = "lakehouse",
     cores: int = 2,
     extra_confs: dict[str, str] | None = None,
     warehouse_dir: Path | None = None,
 ):
-    """Get (or create) the process's SparkSession with the project's settings."""
-    prepare_environment()
+    """Get (or create) the process's SparkSession with the project's settings.
+
+    Under ``spark-submit`` (``lakehouse/submit.py``) the master, deploy mode, class path and
+    Python of the submission stand: only the session's settings are added.
+    """
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master(spark_master(cores)).appName(app_name)
+    builder = SparkSession.builder.appName(app_name)
+    if submitted():
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    else:
+        prepare_environment()
+        builder = builder.master(spark_master(cores))
     confs = {**DEFAULT_CONFS, **HUDI_CONFS, **jar_confs(), **s3a_confs()}
     if warehouse_dir is not None:
         confs["spark.sql.warehouse.dir"] = str(warehouse_dir)

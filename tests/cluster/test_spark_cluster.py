@@ -1,7 +1,7 @@
 """The pipeline on a standalone Spark cluster: a master and two 1-core workers on 127.0.0.1.
 
-The ingestion (``lakehouse ingest`` with ``LAKEHOUSE_SPARK_MASTER=spark://...``: its driver in
-the CLI process, its executors in the workers' JVMs) reads an ``s3://`` landing and writes
+The ingestion (``spark-submit --master spark://... lakehouse/submit.py ingest --once``: its driver
+in the submitting process, its executors in the workers' JVMs) reads an ``s3://`` landing and writes
 the lake on moto's S3, so no executor needs the driver's disk; the Thrift server runs on the
 same cluster, and ``dbt run`` builds silver through it. Each application may take one core
 (``LAKEHOUSE_SPARK_CONF``), so the server and the ingestion run side by side. Judged by the
@@ -21,6 +21,9 @@ from pathlib import Path
 import boto3
 import pytest
 
+import lakehouse
+from ingestion.jvm import classpath
+from ingestion.spark import spark_home
 from ingestion.stream.reading import read_latest
 from lakehouse.services import spark_cluster, thrift
 from lakehouse.services.ports import free_port
@@ -50,10 +53,20 @@ def test_ingest_and_dbt_on_a_standalone_cluster_equal_the_oracle(moto_endpoint, 
         server = ThriftServer(settings)
         env = {**os.environ, **server.env, "DBT_TARGET_PATH": str(tmp_path / "target"),
                "DBT_LOG_PATH": str(tmp_path / "logs")}
-        for args in (["simulate", "--scale", "0.003", "--changes", "400", "--seed", "13", "--format", "mixed",
-                      "--inject-bad", "3", "--quiet"], ["ingest", "--once", "--quiet"]):
-            result = subprocess.run([LAKEHOUSE, *args], env=env, capture_output=True, text=True, timeout=1800)
-            assert result.returncode == 0, f"{args}: {result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        result = subprocess.run([LAKEHOUSE, "simulate", "--scale", "0.003", "--changes", "400", "--seed", "13",
+                                 "--format", "mixed", "--inject-bad", "3", "--quiet"],
+                                env=env, capture_output=True, text=True, timeout=1800)
+        assert result.returncode == 0, result.stderr[-3000:]
+        # the ingestion submitted as a user submits it: spark-submit's master, not LAKEHOUSE_SPARK_MASTER
+        jars = classpath("spark")
+        submit_env = {k: v for k, v in env.items() if k != "LAKEHOUSE_SPARK_MASTER"}
+        result = subprocess.run(
+            [str(spark_home() / "bin" / "spark-submit"), "--master", master, "--deploy-mode", "client",
+             "--driver-class-path", jars, "--conf", f"spark.executor.extraClassPath={jars}",
+             "--conf", "spark.cores.max=1", "--conf", "spark.executor.memory=1g",
+             str(Path(lakehouse.__file__).with_name("submit.py")), "ingest", "--once", "--quiet"],
+            env=submit_env, capture_output=True, text=True, timeout=1800)
+        assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
 
         state = spark_cluster.status(settings)
         assert f"lakehouse-thrift-{settings.thrift_port}" in state.active_apps, state
