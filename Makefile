@@ -11,7 +11,7 @@ help:
 	@echo "make test-slow         the slow suites (scale 1.0, crash trials, Airflow import)"
 	@echo "make test-real-sources real Debezium from real PostgreSQL and MariaDB through Kafka into silver"
 	@echo "make test-reliability  the fault-injection suite with its figures"
-	@echo "make test-cluster      off one machine: the lake on S3 (moto), S3 faults, a standalone Spark cluster"
+	@echo "make test-cluster      off one machine: the lake on S3 (moto), S3 faults, a standalone Spark cluster, a shared Hive Metastore"
 	@echo "make bench             the benchmarks (prints medians and ratios)"
 	@echo "make bench-soak        500 micro-batches of continuous ingestion (latency, timeline growth)"
 	@echo "make down              stop every service this project started (same as 'lakehouse down')"

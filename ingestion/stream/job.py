@@ -208,6 +208,9 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
         storage_error = s3_failure(str(error))
         if storage_error is not None:
             raise storage_error
+        catalog_error = metastore_failure(str(error), metastore_uri)
+        if catalog_error is not None:
+            raise catalog_error
         raise IngestError(f"the streaming query failed: {root_cause(str(error))}",
                           "the checkpoint is intact: a restart resumes the failed batch; --verbose for details")
     return IngestSummary(checkpoint, processor.reports)
@@ -341,6 +344,22 @@ def s3_failure(message: str) -> IngestError | None:
         f"S3 did not complete a request after S3A's retries{where}: {answer}",
         "once S3 answers again (check the bucket, the AWS credentials, region and AWS_ENDPOINT_URL), re-run the "
         "ingestion: it resumes from the checkpoint, nothing committed is lost or written twice")
+
+
+_META_SYNC_FAILED = ("HoodieMetaSyncException", "HoodieHiveSyncException", "Could not sync using the meta sync class")
+
+
+def metastore_failure(message: str, metastore_uri: str | None) -> IngestError | None:
+    """A one-line IngestError when the query failed because Hudi's hive sync could not reach the shared
+    metastore after a commit (None: another failure): the innermost cause."""
+    if metastore_uri is None or not any(marker in message for marker in _META_SYNC_FAILED):
+        return None
+    lines = [line.strip() for line in message.replace("\\n", "\n").splitlines()]
+    causes = [line.removeprefix("Caused by: ") for line in lines if line.startswith("Caused by: ")]
+    return IngestError(
+        f"metastore {metastore_uri}: Hudi's hive sync failed after a commit: {causes[-1] if causes else lines[0]}",
+        "the commit is in the lake and the checkpoint intact: once the metastore answers ('lakehouse metastore "
+        "status'), run the ingestion again; it registers every table at start and resumes")
 
 
 def write_kafka_source(checkpoint: str, bootstrap: str, topics: tuple[str, ...]) -> None:

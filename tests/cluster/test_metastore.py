@@ -14,6 +14,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections import Counter
 from pathlib import Path
 
 import boto3
@@ -22,12 +24,14 @@ import pytest
 
 from ingestion.jvm import lib_dir
 from ingestion.spark import s3a_confs, spark_home
+from ingestion.stream.reading import read_latest
 from lakehouse.services import metastore, registry, thrift
 from lakehouse.services.ports import free_port
-from simulator.oracle import load_oracle
+from simulator.oracle import event_columns, load_oracle
 from tests.conftest import ThriftServer, settings_for
 from tests.dbt_project.silver_oracle import SILVER_COLUMNS, silver_differences
 from tests.security.listening_sockets import assert_loopback_only, process_tree
+from tests.stream.judge import normalize
 
 pytestmark = pytest.mark.cluster
 LAKEHOUSE = os.path.join(os.path.dirname(sys.executable), "lakehouse")
@@ -63,6 +67,19 @@ def second_engine(uri: str) -> dict:
                             env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     assert result.returncode == 0, result.stderr[-4000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def wait_for_batch(stream: subprocess.Popen, timeout: float = 600.0) -> None:
+    """Until the continuous ingestion ``stream`` reported its first micro-batch (a JSON line on stdout)."""
+    deadline = time.monotonic() + timeout
+    assert stream.stdout is not None
+    while time.monotonic() < deadline:
+        line = stream.stdout.readline()
+        if not line:
+            raise AssertionError(f"the ingestion ended early: {stream.stderr.read()[-3000:] if stream.stderr else ''}")
+        if '"event": "micro_batch"' in line:
+            return
+    raise AssertionError("no micro-batch within the timeout")
 
 
 def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
@@ -126,6 +143,35 @@ def test_ingestion_thrift_server_and_a_second_engine_share_one_metastore(moto_en
         for table in oracle.tables:
             assert server.sql(f"select count(*) from bronze.`{table}`")[0][0] == \
                 sum(1 for _ in oracle.events(table)), table
+
+        # the metastore stops under a running ingestion: the next commit lands, its sync fails, the
+        # ingestion stops with an error naming the metastore; back up, a restart registers every
+        # table again and resumes from the checkpoint: nothing lost or written twice
+        run(env, "simulate", "--changes", "200", "--seed", "19", "--quiet")
+        stream = subprocess.Popen([LAKEHOUSE, "ingest", "--quiet", "--trigger", "2", "--timeout", "600"], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for_batch(stream)  # those changes are committed and synced
+            registry.stop(settings, metastore.SERVICE)
+            run(env, "simulate", "--changes", "200", "--seed", "20", "--quiet")
+            _, stderr = stream.communicate(timeout=900)
+        finally:
+            if stream.poll() is None:
+                stream.kill()
+        assert stream.returncode == 1, stderr[-3000:]
+        error = [line for line in stderr.splitlines() if line.startswith("error: ")]
+        assert error and error[0].startswith(f"error: metastore {uri}: "), stderr[-3000:]
+        run(env, "metastore", "start")
+        run(env, "ingest", "--once", "--quiet")
+        oracle = load_oracle(settings.landing)
+        for table in oracle.tables:
+            assert server.sql(f"select count(*) from bronze.`{table}`")[0][0] == \
+                sum(1 for _ in oracle.events(table)), table
+            columns = [name for name, _ in event_columns(table)]
+            expected = Counter(tuple(normalize(e.get(c)) for c in columns) for e in oracle.events(table))
+            rows = read_latest(f"{lake}/bronze/{table}")
+            actual = Counter(tuple(normalize(r.get(c)) for c in columns) for r in (rows.to_pylist() if rows else []))
+            assert actual == expected, table
     finally:
         thrift.stop(settings)
         for line in metastore.stop(settings):
