@@ -46,8 +46,8 @@ if [ "${LAKEHOUSE_SKIP_BROWSER:-0}" != 1 ]; then
   fi
 fi
 
-# 2b. The real sources (lakehouse sources, lakehouse demo --real-sources, the real-sources tests):
-# Debian's PostgreSQL and MariaDB servers. The project runs its own instances on loopback ports
+# 2b. The real sources (lakehouse sources, lakehouse demo --real-sources, the real-sources tests)
+# and the shared Hive Metastore's database (lakehouse metastore): Debian's PostgreSQL and MariaDB servers. The project runs its own instances on loopback ports
 # in their own data directories; LAKEHOUSE_SKIP_SOURCES=1 skips them.
 if [ "${LAKEHOUSE_SKIP_SOURCES:-0}" != 1 ]; then
   if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
