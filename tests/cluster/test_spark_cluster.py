@@ -84,7 +84,7 @@ def test_ingest_and_dbt_on_a_standalone_cluster_equal_the_oracle(moto_endpoint, 
                              for r in (rows.to_pylist() if rows else []))
             assert actual == expected, (table, sum(expected.values()), sum(actual.values()))
 
-        result = subprocess.run([LAKEHOUSE, "dbt", "run", "--select", "+path:models/silver"], env=env,
+        result = subprocess.run([LAKEHOUSE, "dbt", "build"], env=env,
                                 capture_output=True, text=True, timeout=1800)
         assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
         assert silver_differences(server.host, server.port, landing) == {}
