@@ -241,26 +241,21 @@ def _open_lake(spark, lake: str, metastore_uri: str | None = None, database: str
 
     try:
         created = create_missing_tables(spark, lake, metastore_uri, database)
+        if metastore_uri:
+            from ingestion.catalog.hive_sync import sync_table
+
+            for table in table_columns():
+                if table not in created:
+                    sync_table(spark, table_path(lake, table), table, metastore_uri, database,
+                               partition_field=partition_field(table))
     except Py4JJavaError as exc:
         cause = str(exc.java_exception).splitlines()[0]
-        if metastore_uri and ("HiveSync" in cause or "metastore" in cause.lower()):
+        if metastore_uri and any(marker in cause for marker in _META_SYNC_FAILED):
             raise IngestError(f"metastore {metastore_uri}: cannot register the bronze tables: {cause}",
                               "start it ('lakehouse metastore start') or unset LAKEHOUSE_METASTORE_URI") from None
         raise IngestError(f"lake {lake}: cannot open or create the bronze tables: {cause}",
                           "check the lake path, and for s3a:// the bucket, the AWS credentials, region and "
                           "AWS_ENDPOINT_URL") from None
-    if metastore_uri:
-        from ingestion.catalog.hive_sync import sync_table
-
-        try:
-            for table in table_columns():
-                if table not in created:
-                    sync_table(spark, table_path(lake, table), table, metastore_uri, database,
-                               partition_field=partition_field(table))
-        except Py4JJavaError as exc:
-            cause = str(exc.java_exception).splitlines()[0]
-            raise IngestError(f"metastore {metastore_uri}: cannot register the bronze tables: {cause}",
-                              "start it ('lakehouse metastore start') or unset LAKEHOUSE_METASTORE_URI") from None
 
 
 def create_missing_tables(spark, lake: str, metastore_uri: str | None = None, database: str = "bronze") -> list[str]:

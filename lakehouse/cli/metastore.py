@@ -7,6 +7,7 @@ import argparse
 from lakehouse.cli._common import CliError
 from lakehouse.config import load_settings
 from lakehouse.services import metastore
+from lakehouse.services.registry import ServiceError
 
 
 def _describe(st: metastore.MetastoreStatus) -> str:
@@ -19,7 +20,7 @@ def _start(args: argparse.Namespace) -> int:
     settings = load_settings()
     try:
         st = metastore.start(settings, timeout=args.timeout)
-    except metastore.MetastoreError as exc:
+    except ServiceError as exc:  # the metastore's, or its PostgreSQL's
         raise CliError(str(exc), exc.hint) from exc
     print(_describe(st))
     if settings.metastore_uri != st.uri:

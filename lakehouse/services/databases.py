@@ -87,15 +87,18 @@ def _port(data_dir: Path, port: int | None) -> int:
     return port
 
 
-def _wait_port(name: str, pid: int, port: int, log: Path, timeout: float) -> None:
+def wait_port(name: str, pid: int, port: int, log: Path, timeout: float,
+              error: type[registry.ServiceError] = DatabaseError) -> None:
+    """Until the server ``pid`` listens on ``HOST:port``; ``error`` (last log lines) when it exits or times out."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if registry.process_start_ticks(pid) is None:
-            raise DatabaseError(f"{name} exited while starting; last log lines:\n{tail(log)}", f"full log: {log}")
+            raise error(f"{name} exited while starting; last log lines:\n{tail(log)}", f"full log: {log}")
         if port_open(HOST, port):
             return
         time.sleep(0.2)
-    raise DatabaseError(f"{name} did not open {HOST}:{port} within {timeout:.0f}s; last log lines:\n{tail(log)}")
+    raise error(f"{name} did not open {HOST}:{port} within {timeout:.0f}s; last log lines:\n{tail(log)}",
+                f"full log: {log}")
 
 
 # --- PostgreSQL ---------------------------------------------------------------------------
@@ -185,7 +188,7 @@ def start_postgres(settings: Settings, port: int | None = None, timeout: float =
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     # runuser stays the parent of postgres and passes signals on: its PID is the one to stop
     registry.register(settings, name, proc.pid)
-    _wait_port("PostgreSQL", proc.pid, port, log, timeout)
+    wait_port("PostgreSQL", proc.pid, port, log, timeout)
     server = Database("postgres", HOST, port, USER, password, database, data, proc.pid)
     _create_postgres_database(server)
     return server
@@ -250,7 +253,7 @@ def start_mariadb(settings: Settings, port: int | None = None, timeout: float = 
         [server, "--no-defaults", *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         stdin=subprocess.DEVNULL, start_new_session=True)
     registry.register(settings, name, proc.pid)
-    _wait_port("MariaDB", proc.pid, port, log, timeout)
+    wait_port("MariaDB", proc.pid, port, log, timeout)
     return Database(name, HOST, port, USER, password, "ecomm", data, proc.pid)
 
 

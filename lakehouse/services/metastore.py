@@ -18,14 +18,13 @@ import os
 import shutil
 import subprocess
 import tarfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
 from lakehouse.config import Settings
 from lakehouse.services import databases, registry
-from lakehouse.services.thrift import java_executable, port_open, tail
+from lakehouse.services.thrift import java_executable, port_open
 
 SERVICE = "metastore"
 DATABASE_SERVICE = "metastore-db"
@@ -194,17 +193,8 @@ def start(settings: Settings, timeout: float = 120.0) -> MetastoreStatus:
         proc = subprocess.Popen(_java_command(settings, conf, MAIN_CLASS), stdout=out,  # noqa: S603
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     registry.register(settings, SERVICE, proc.pid)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            registry.unregister(settings, SERVICE)
-            raise MetastoreError(f"the metastore exited while starting (exit {proc.returncode}); last log lines:\n"
-                                 f"{tail(log)}", f"full log: {log}")
-        if port_open(HOST, settings.metastore_port):
-            return status(settings)
-        time.sleep(0.3)
-    raise MetastoreError(f"the metastore did not open {HOST}:{settings.metastore_port} within {timeout:.0f}s; "
-                         f"last log lines:\n{tail(log)}", f"full log: {log}")
+    databases.wait_port("the metastore", proc.pid, settings.metastore_port, log, timeout, MetastoreError)
+    return status(settings)
 
 
 def stop(settings: Settings) -> list[str]:
