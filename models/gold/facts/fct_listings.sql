@@ -1,3 +1,8 @@
+{{ config(
+    unique_key='listing_id',
+    post_hook="{{ delete_stale_rows('listing_id', 'select listing_id from ' ~ ref('listings')) }}",
+) }}
+
 with
 
 listings as (
@@ -126,4 +131,4 @@ final as (
 
 )
 
-select * from final
+{{ changed_rows('final', 'listing_id') }}

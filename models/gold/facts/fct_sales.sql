@@ -1,3 +1,8 @@
+{{ config(
+    unique_key='sale_id',
+    post_hook="{{ delete_stale_rows('sale_id', 'select sale_id from ' ~ ref('sales')) }}",
+) }}
+
 with
 
 sales as (
@@ -110,4 +115,4 @@ final as (
 
 )
 
-select * from final
+{{ changed_rows('final', 'sale_id') }}
