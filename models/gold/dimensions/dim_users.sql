@@ -1,8 +1,3 @@
-{{ config(
-    unique_key='user_id',
-    post_hook="{{ delete_stale_rows('user_id', 'select user_id from ' ~ ref('users') ~ ' union all select ' ~ var('unknown_member_key')) }}",
-) }}
-
 with
 
 users as (
@@ -118,14 +113,8 @@ unknown_member as (
         cast(null as date) as first_sale_date,
         cast(null as timestamp) as last_changed_at
 
-),
-
-all_users as (
-
-    select * from known_users
-    union all
-    select * from unknown_member
-
 )
 
-{{ changed_rows('all_users', 'user_id') }}
+select * from known_users
+union all
+select * from unknown_member

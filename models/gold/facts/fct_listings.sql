@@ -1,8 +1,3 @@
-{{ config(
-    unique_key='listing_id',
-    post_hook="{{ delete_stale_rows('listing_id', 'select listing_id from ' ~ ref('listings')) }}",
-) }}
-
 with
 
 listings as (
@@ -131,4 +126,4 @@ final as (
 
 )
 
-{{ changed_rows('final', 'listing_id') }}
+select * from final

@@ -1,8 +1,3 @@
-{{ config(
-    unique_key='sale_id',
-    post_hook="{{ delete_stale_rows('sale_id', 'select sale_id from ' ~ ref('sales')) }}",
-) }}
-
 with
 
 sales as (
@@ -115,4 +110,4 @@ final as (
 
 )
 
-{{ changed_rows('final', 'sale_id') }}
+select * from final
