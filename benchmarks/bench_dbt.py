@@ -6,9 +6,9 @@ simulate (scale S) -> ingest -> dbt, then prints medians of several runs:
     (goal at scale 1.0 on 2 cores: <= 120 s);
   - the silver and gold models (`--select`, default `tag:silver tag:gold`) run
     incrementally after ~1% changes (simulated + ingested), --runs times in a row as
-    scheduled runs do (the merge-on-read tables accumulate logs and compact every 5th
-    merge), as a ratio to a full refresh of the same models (--full-runs, afterwards)
-    (goal at scale 10: <= 0.25).
+    scheduled runs do (table services that run every Nth commit, such as cleaning or a
+    merge-on-read table's compaction, fall inside the measured runs), as a ratio to a full
+    refresh of the same models (--full-runs, afterwards) (goal at scale 10: <= 0.25).
 
 Each dbt command runs the way the project runs it (`lakehouse dbt`, jobs, demo): the `dbt`
 executable of the project's environment.
@@ -105,7 +105,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="simulator scale (1.0 = full TICKIT)")
     parser.add_argument("--runs", type=int, default=5,
-                        help="incremental runs in a row (5: one of them compacts the merge-on-read tables)")
+                        help="incremental runs in a row (their median and mean are printed)")
     parser.add_argument("--full-runs", type=int, default=3, help="full refreshes of the selection, after them")
     parser.add_argument("--change-pct", type=float, default=1.0, help="changes per incremental run, %% of rows")
     parser.add_argument("--threads", type=int, default=4, help="dbt threads (the profile's default is 4)")
@@ -143,8 +143,8 @@ def main() -> None:
 
         changes = max(1, int(live_rows * args.change_pct / 100))
         runs = SilverRuns()
-        # the incremental runs follow each other, as scheduled runs do: the merge-on-read tables
-        # accumulate log files and compact on every 5th merge, whose cost the mean includes
+        # the incremental runs follow each other, as scheduled runs do: a table service that runs
+        # every Nth commit (cleaning, a merge-on-read compaction) lands in them, and the mean counts it
         for run in range(-args.warmup, args.runs):
             instance.lakehouse("simulate", "--changes", str(changes), "--quiet", what="simulate changes")
             instance.lakehouse("ingest", "--once", "--quiet", what="ingest changes")
@@ -174,7 +174,7 @@ def main() -> None:
         table.add_row(f"dbt run -s {args.select} --full-refresh", f"{median(runs.full):.1f} s", "")
         table.add_row("incremental / full refresh (medians)", f"{median(runs.incremental) / median(runs.full):.2f}",
                       "<= 0.25 at scale 10")
-        table.add_row("  same, means of the incremental runs (compactions included)",
+        table.add_row("  same, mean of the incremental runs (periodic table services included)",
                       f"{statistics.fmean(runs.incremental) / median(runs.full):.2f}", "")
         table.add_row("  same, dbt elapsed only (medians)",
                       f"{median(runs.incremental_work) / median(runs.full_work):.2f}", "")
