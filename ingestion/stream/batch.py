@@ -46,10 +46,24 @@ from ingestion.stream.bronze import (
     table_path,
     write_options,
 )
-from ingestion.stream.commit import CommitOutcome, StreamMarker, table_state, write_once
+from ingestion.stream.commit import (
+    OFFSETS_METADATA_KEY,
+    CommitOutcome,
+    StreamMarker,
+    already_committed,
+    table_state,
+    write_once,
+)
 from ingestion.stream.fast_parse import parser_mode
 from ingestion.stream.hudi_tables import TimelineState
 from ingestion.stream.kafka_parse import Chunker
+from ingestion.stream.late_copies import (
+    LATE_ROWS_OPTIONS,
+    HighWater,
+    batch_offsets,
+    resolve_late,
+    stored_high_water,
+)
 from ingestion.stream.parse import (
     CHUNKS_DDL,
     DEAD,
@@ -83,6 +97,10 @@ class BatchReport:
     lines: int = 0
     events: dict[str, int] = field(default_factory=dict)
     duplicates_in_batch: int = 0
+    #: per table: rows at or below offsets already committed (a landed file read late), and how
+    #: many stored higher-offset copies they replaced (``ingestion.stream.late_copies``)
+    late_rows: dict[str, int] = field(default_factory=dict)
+    replaced_copies: dict[str, int] = field(default_factory=dict)
     bad_events: int = 0
     dead_letters_by_reason: dict[str, int] = field(default_factory=dict)
     tombstones: int = 0
@@ -202,6 +220,8 @@ class BatchProcessor:
         self.bronze_columns: dict[str, tuple[tuple[str, str], ...]] | None = None
         #: each table's schema version (``ingestion.stream.schema_history``), read with ``bronze_columns``
         self.schema_versions: dict[str, int] = {}
+        #: per bronze table, the highest Kafka offset committed per (topic, partition)
+        self.high_water: dict[str, HighWater] = {}
         self.reports: list[BatchReport] = []
 
     def _options(self, table: str) -> dict[str, str]:
@@ -368,20 +388,66 @@ class BatchProcessor:
             decode, from_arrow_schema(utc_timestamps(schema)))
         if table == DEAD_LETTER_TABLE:
             unique = first_delivery(rows, [DEAD_LETTER_KEY], _DELIVERY_ORDER[DEAD_LETTER_TABLE])
+            unique = unique.persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                outcome = write_once(unique, path, options, marker, table, state)
+                outcome.rows = unique.count() if not outcome.skipped else None
+            finally:
+                unique.unpersist()
         else:
             keys = [*self.contracts[table].primary_key, BRONZE_ORDERING_COLUMN]
-            unique = first_delivery(rows, keys, _DELIVERY_ORDER["bronze"])
-        unique = unique.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            outcome = write_once(unique, path, options, marker, table, state)
-            outcome.rows = unique.count() if not outcome.skipped else None
-        finally:
-            unique.unpersist()
+            unique = first_delivery(rows, keys, _DELIVERY_ORDER["bronze"]).persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                outcome = self._write_bronze(unique, table, path, keys, options, marker, state)
+            finally:
+                unique.unpersist()
         if self.bronze_columns is not None and table in self.bronze_columns:
             self.bronze_columns[table] = columns
         return outcome
 
+    def _write_bronze(self, unique: DataFrame, table: str, path: str, keys: list[str], options: dict[str, str],
+                      marker: StreamMarker, state: TimelineState) -> CommitOutcome:
+        """Commit a bronze table's rows (one per record key) with the table's raised offset marks;
+        rows at or below a mark go through ``resolve_late`` and the commit is an upsert."""
+        if already_committed(state, marker):
+            return write_once(unique, path, options, marker, table, state)
+        offsets = batch_offsets(unique)
+        mark = self._high_water(unique.sparkSession, table, path, state)
+        late = mark.late(offsets.ranges)
+        raised = mark.merged(offsets.ranges)
+        metadata = {OFFSETS_METADATA_KEY: raised.to_json()}
+        if not late:
+            outcome = write_once(unique, path, options, marker, table, state, metadata)
+        else:
+            resolution = resolve_late(unique, path, keys, late, table)
+            try:
+                outcome = write_once(resolution.rows, path, {**options, **LATE_ROWS_OPTIONS}, marker, table,
+                                     state, metadata)
+            finally:
+                resolution.release()
+            outcome.late_rows, outcome.replaced = resolution.late_rows, resolution.replaced
+            log.warning("bronze.%s: %d rows at or below offsets already committed (%s); %d stored "
+                        "higher-offset copies replaced", table, resolution.late_rows,
+                        ", ".join(f"{t}[{p}] {low}..{high}" for (t, p), (low, high) in sorted(late.items())),
+                        resolution.replaced)
+        outcome.rows = offsets.rows
+        self.high_water[table] = raised
+        return outcome
+
+    def _high_water(self, spark, table: str, path: str, state: TimelineState) -> HighWater:
+        """The table's offset marks: kept in memory, else from its newest marker commit, else (a table
+        written before marks were recorded) recomputed from its rows once."""
+        if table not in self.high_water:
+            mark = HighWater.from_json(state.companion)
+            if mark is None:
+                mark = stored_high_water(spark, path) if state.has_records else HighWater()
+            self.high_water[table] = mark
+        return self.high_water[table]
+
     def _record(self, outcome: CommitOutcome, report: BatchReport) -> None:
+        if outcome.late_rows:
+            report.late_rows[outcome.table] = outcome.late_rows
+            report.replaced_copies[outcome.table] = outcome.replaced
         if outcome.skipped:
             report.skipped_replays.append(outcome.table)
         elif outcome.instant:

@@ -29,7 +29,8 @@ from ingestion.stream.bronze import (
     table_path,
     write_options,
 )
-from ingestion.stream.hudi_tables import latest_commit
+from ingestion.stream.hudi_tables import latest_commit, table_exists
+from ingestion.stream.late_copies import ANY_OFFSET, LATE_ROWS_OPTIONS, batch_offsets, resolve_late
 from ingestion.stream.parse import LineParser, utc_timestamps
 from ingestion.stream.reading import latest_rows
 
@@ -132,13 +133,14 @@ def replay(lake: str, rows: list[dict], *, fixes: dict[str, dict] | None = None,
     builder = LineParser(now)
     contracts = bronze_contracts()
     for table, table_events in sorted(events.items()):
-        # keys already in bronze are dropped by the insert policy; within the selection, the first wins
+        # within the selection, the first wins; then each event's lowest-offset copy (late_copies)
         keys = [*contracts[table].primary_key, BRONZE_ORDERING_COLUMN]
-        instant = _write(spark, lake, table, first_rows(builder.event_table(table, table_events), keys), marker)
+        instant = _write_events(spark, lake, table, first_rows(builder.event_table(table, table_events), keys),
+                                keys, marker)
         if instant:
             result.commits[table] = instant
     keys = pa.Table.from_pylist([dict(r) for r in resolved], schema=builder.dead_schema)
-    instant = _write(spark, lake, DEAD_LETTER_TABLE, keys, marker, operation="delete")
+    instant = _write(spark, lake, DEAD_LETTER_TABLE, keys, marker, {"hoodie.datasource.write.operation": "delete"})
     if instant:
         result.commits[DEAD_LETTER_TABLE] = instant
     result.removed = len(resolved)
@@ -160,16 +162,36 @@ def spark_session():
     return local_spark_session("lakehouse-dead-letter-replay")
 
 
-def _write(spark, lake: str, table: str, data: pa.Table, marker: str, operation: str = "insert") -> str | None:
-    """One Hudi commit of ``data`` into ``table`` (``insert`` or ``delete``); its instant (None: none made)."""
+def _frame(spark, data: pa.Table):
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    path = table_path(lake, table)
     schema = utc_timestamps(data.schema)
-    frame = spark.createDataFrame(data.cast(schema).to_pandas(), from_arrow_schema(schema))
+    return spark.createDataFrame(data.cast(schema).to_pandas(), from_arrow_schema(schema))
+
+
+def _write_events(spark, lake: str, table: str, data: pa.Table, keys: list[str], marker: str) -> str | None:
+    """Replayed events into a bronze table: replayed lines sit at their original offsets, which
+    may be lower than a stored re-delivered copy of the same event: each is written as a late row
+    (``resolve_late``: new events inserted, higher-offset copies replaced, others dropped)."""
+    path = table_path(lake, table)
+    frame = _frame(spark, data)
+    late = {key: (low, ANY_OFFSET) for key, (low, _) in batch_offsets(frame).ranges.items()}
+    if not late or not table_exists(spark, path):
+        return _write(spark, lake, table, frame, marker)
+    resolution = resolve_late(frame, path, keys, late, table)
+    try:
+        return _write(spark, lake, table, resolution.rows, marker, LATE_ROWS_OPTIONS)
+    finally:
+        resolution.release()
+
+
+def _write(spark, lake: str, table: str, data, marker: str, options: dict[str, str] | None = None) -> str | None:
+    """One Hudi commit of ``data`` (an Arrow table or a DataFrame) into ``table`` with ``options``
+    over the table's (default: its insert); its instant (None: none made)."""
+    path = table_path(lake, table)
+    frame = _frame(spark, data) if isinstance(data, pa.Table) else data
     before = latest_commit(spark, path)
-    frame.write.format("hudi").options(**write_options(table)) \
-        .option("hoodie.datasource.write.operation", operation).option(REPLAY_METADATA_KEY, marker) \
-        .mode("append").save(path)
+    frame.write.format("hudi").options(**write_options(table)).options(**(options or {})) \
+        .option(REPLAY_METADATA_KEY, marker).mode("append").save(path)
     after = latest_commit(spark, path)
     return after if after != before else None

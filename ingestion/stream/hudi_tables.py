@@ -64,17 +64,22 @@ class TimelineState:
     #: the newest commit's writer schema, meta fields excluded: (name, Spark type; None for a
     #: type the ingestion never writes)
     column_types: tuple[tuple[str, str | None], ...] = ()
+    #: the value of ``companion_key`` in the commit holding ``marker`` (None: absent)
+    companion: str | None = None
 
 
-def timeline_state(spark: SparkSession, path: str, marker_key: str) -> TimelineState:
+def timeline_state(spark: SparkSession, path: str, marker_key: str,
+                   companion_key: str | None = None) -> TimelineState:
     """The newest commit, the newest ``marker_key`` value (of the last ``MARKER_LOOKBACK`` commits)
     and whether the table holds any record, from one read of the timeline; the columns of the
-    newest commit's writer schema (Hudi's ``schema`` commit metadata)."""
+    newest commit's writer schema (Hudi's ``schema`` commit metadata); ``companion_key``'s value
+    in the marker's commit."""
     if not table_exists(spark, path):
         return TimelineState(None, None, False)
     timeline = _meta_client(spark, path).getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
     instants = list(timeline.getReverseOrderedInstants().limit(MARKER_LOOKBACK).toArray())
     marker: str | None = None
+    companion: str | None = None
     columns: tuple[tuple[str, str | None], ...] = ()
     if instants:
         columns = _schema_columns(timeline.readCommitMetadata(instants[0]).getMetadata(SCHEMA_KEY))
@@ -83,10 +88,13 @@ def timeline_state(spark: SparkSession, path: str, marker_key: str) -> TimelineS
         metadata = timeline.readCommitMetadata(instant)
         if marker is None and metadata.getMetadata(marker_key):
             marker = str(metadata.getMetadata(marker_key))
+            if companion_key is not None and metadata.getMetadata(companion_key):
+                companion = str(metadata.getMetadata(companion_key))
         has_records = has_records or metadata.fetchTotalRecordsWritten() > 0
         if marker is not None and has_records:
             break
-    return TimelineState(instants[0].requestedTime() if instants else None, marker, has_records, columns)
+    return TimelineState(instants[0].requestedTime() if instants else None, marker, has_records, columns,
+                         companion)
 
 
 #: Hudi's commit metadata key holding the commit's writer schema (Avro JSON).

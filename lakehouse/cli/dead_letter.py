@@ -73,6 +73,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_replay(args: argparse.Namespace) -> int:
     from ingestion.stream.dead_letters import DeadLetterError, load_fixes, replay
+    from ingestion.stream.late_copies import ReusedOffsetsError
 
     if not (args.all or args.reason or args.topic or args.table or args.ids or args.fixes):
         raise UsageError("replay needs a selection", "use --reason/--topic/--table/--id/--fixes, or --all")
@@ -82,7 +83,7 @@ def run_replay(args: argparse.Namespace) -> int:
             args.ids = list(fixes)
         lake, rows = _select(args)
         result = replay(lake, rows, fixes=fixes, dry_run=args.dry_run)
-    except (DeadLetterError, FileNotFoundError) as exc:
+    except (DeadLetterError, ReusedOffsetsError, FileNotFoundError) as exc:
         raise CliError(str(exc)) from None
     verb = "would replay" if args.dry_run else "replayed"
     sys.stdout.write(f"{verb} {sum(result.replayed.values())} events of {result.selected} selected lines "

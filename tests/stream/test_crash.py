@@ -110,12 +110,12 @@ def test_a_replayed_batch_skips_the_tables_it_already_committed(tmp_path: Path, 
     failed: list[int] = []
     real_write_once = batch_module.write_once
 
-    def crash_on_sale(data, path, options, marker, table, state=None):
+    def crash_on_sale(data, path, options, marker, table, state=None, metadata=None):
         """The first batch writing sale fails there; its other tables are written (3 writer threads)."""
         if table == failing_table and not failed:
             failed.append(marker.batch_id)
             raise RuntimeError("simulated crash before the sale commit")
-        return real_write_once(data, path, options, marker, table, state)
+        return real_write_once(data, path, options, marker, table, state, metadata)
 
     monkeypatch.setattr(batch_module, "write_once", crash_on_sale)
     with pytest.raises(IngestError, match="simulated crash"):

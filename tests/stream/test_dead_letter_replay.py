@@ -113,3 +113,45 @@ def test_replay_needs_a_selection(lake_with_dead_letters, capsys) -> None:
     _, lake = lake_with_dead_letters
     assert cli_main(["dead-letter", "replay", "--lake", str(lake)]) == 2
     assert "needs a selection" in capsys.readouterr().err
+
+
+def test_replay_replaces_a_stored_higher_offset_copy_of_the_event(built_lake, tmp_path, capsys, spark) -> None:
+    """The corrected line sits at its original offset; a re-delivered copy of the same event, landed
+    later at a higher offset of the same partition, is already in bronze: the replayed copy, the
+    first occurrence, replaces it."""
+    landing_source, lake_source = built_lake
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    shutil.copytree(landing_source, landing)
+    shutil.copytree(lake_source, lake)
+    bad = next(d for d in list_dead_letters(str(lake), reason="unknown_op"))
+    document = json.loads(bad["raw_line"])
+    document.get("payload", document)["op"] = "c"
+    fixed_line = json.dumps(document)
+    topic, partition = bad["topic"], bad["kafka_partition"]
+    redelivery = landing / "topics" / topic / f"partition={partition}" / f"{topic}+{partition}+0000900000.json"
+    redelivery.write_text(fixed_line + "\n")
+    # a new checkpoint: every landed file again (all at or below the stored offsets: dropped), and the copy
+    run_ingest(IngestOptions(landing=str(landing), lake=str(lake), checkpoints_root=tmp_path / "checkpoints",
+                             once=True, sync=False), spark=spark, log_stream=None)
+    expected = parse_line(fixed_line.encode(), topic=topic, partition=partition, offset=bad["kafka_offset"],
+                          landing_file=bad["landing_file"], ingested_at=NOW)
+    assert isinstance(expected, BronzeEvent)
+    table = expected.table
+    keys = [*bronze_contracts()[table].primary_key, "_cdc_position"]
+
+    def copies() -> list[dict]:
+        return [r for r in hudi_rows(table_path(lake, table)) if all(r[k] == expected.row[k] for k in keys)]
+
+    stored = copies()
+    assert [(r["_cdc_kafka_offset"], r["_cdc_landing_file"]) for r in stored] == [
+        (900_000, str(redelivery.relative_to(landing)))]
+    rows_before = len(hudi_rows(table_path(lake, table)))
+    assert len(hudi_rows(table_path(lake_source, table))) == rows_before - 1  # the re-ingestion added only the copy
+
+    fixes = tmp_path / "fixes.jsonl"
+    fixes.write_text(json.dumps({"dead_letter_id": bad["dead_letter_id"], "raw_line": fixed_line}) + "\n")
+    assert cli_main(["dead-letter", "replay", "--lake", str(lake), "--fixes", str(fixes)]) == 0
+    assert "replayed 1 events" in capsys.readouterr().out
+    assert [(r["_cdc_kafka_offset"], r["_cdc_landing_file"]) for r in copies()] == [
+        (bad["kafka_offset"], bad["landing_file"])]
+    assert len(hudi_rows(table_path(lake, table))) == rows_before
