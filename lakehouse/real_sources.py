@@ -11,6 +11,7 @@ with ``lakehouse ingest --kafka-bootstrap``; ``simulator.live.Workload`` changes
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import shutil
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingestion.cdc.contracts import TableContract, load_contracts
+from ingestion.cdc.kafka_values import WIRE_HEADER, wire_schema_id
+from ingestion.sources.schema_registry import SchemaRegistryClient
 from lakehouse.config import Settings
 from lakehouse.services import connect, databases
 from lakehouse.services.databases import Database
@@ -89,8 +92,9 @@ def produce_crm_users(settings: Settings, bootstrap: str, scale: float, seed: in
 
 
 def start(settings: Settings, bootstrap: str, *, seed: int = 7, users_scale: float = 0.002,
-          listings: int = 400, sales: int = 400) -> RealSources:
-    """Start the databases (tables and snapshot on first start), the crm users and Kafka Connect."""
+          listings: int = 400, sales: int = 400, apicurio_url: str | None = None) -> RealSources:
+    """Start the databases (tables and snapshot on first start), the crm users and Kafka Connect
+    (its records in Avro through the Apicurio Registry at ``apicurio_url``, else JSON)."""
     postgres = databases.start_postgres(settings)
     mariadb = databases.start_mariadb(settings)
     marker = _marker(settings)
@@ -104,13 +108,29 @@ def start(settings: Settings, bootstrap: str, *, seed: int = 7, users_scale: flo
     sources = RealSources(postgres, mariadb, int(marker.read_text()))
     (databases.sources_dir(settings) / "bootstrap").write_text(bootstrap + "\n")
     connect.start(settings, bootstrap, [connect.postgres_connector(postgres),
-                                        connect.mariadb_connector(mariadb, settings)])
-    wait_for_snapshots(settings, bootstrap)
+                                        connect.mariadb_connector(mariadb, settings)],
+                  apicurio_url=apicurio_url)
+    wait_for_snapshots(settings, bootstrap,
+                       schema_registry_url=connect.ccompat_url(apicurio_url) if apicurio_url else None)
     return sources
 
 
+def record_source(value: bytes, schemas: SchemaRegistryClient | None) -> dict:
+    """The ``source`` block of a Debezium record value: JSON with its schema, or Avro in Confluent's
+    wire format (its writer schema from ``schemas``)."""
+    import fastavro
+
+    schema_id = wire_schema_id(value)
+    if schema_id is None:
+        return json.loads(value).get("payload", {}).get("source", {})
+    if schemas is None:
+        raise connect.ConnectError(f"an Avro record (schema id {schema_id}) and no schema registry to decode it")
+    datum = fastavro.schemaless_reader(io.BytesIO(value[WIRE_HEADER:]), schemas.schema(schema_id).reader, None)
+    return (datum or {}).get("source") or {} if isinstance(datum, dict) else {}
+
+
 def wait_for_snapshots(settings: Settings, bootstrap: str, timeout: float = 300.0,
-                       systems: tuple[str, ...] = tuple(live.DIALECTS)) -> None:
+                       systems: tuple[str, ...] = tuple(live.DIALECTS), schema_registry_url: str | None = None) -> None:
     """Wait until each connector has sent the last record of its initial snapshot.
 
     Debezium marks it in the record itself (``source.snapshot = "last"``). Changing a table's
@@ -118,6 +138,8 @@ def wait_for_snapshots(settings: Settings, bootstrap: str, timeout: float = 300.
     workload starts after this. A connector task that failed meanwhile is an error.
     """
     from confluent_kafka import Consumer, TopicPartition
+
+    schemas = SchemaRegistryClient(schema_registry_url) if schema_registry_url else None
 
     pending: dict[str, list[str]] = {}
     for contract in real_contracts().values():
@@ -142,7 +164,7 @@ def wait_for_snapshots(settings: Settings, bootstrap: str, timeout: float = 300.
                         if message.error() or value is None or offset is None:
                             continue
                         positions[topic] = offset + 1
-                        source = json.loads(value).get("payload", {}).get("source", {})
+                        source = record_source(value, schemas)
                         if source.get("snapshot") == "last":
                             pending.pop(system, None)
                             break

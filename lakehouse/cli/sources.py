@@ -26,7 +26,7 @@ def _start(args: argparse.Namespace) -> int:
     settings = load_settings()
     bootstrap = _bootstrap(args)
     try:
-        sources = real_sources.start(settings, bootstrap, seed=args.seed)
+        sources = real_sources.start(settings, bootstrap, seed=args.seed, apicurio_url=args.apicurio_url)
     except registry.ServiceError as exc:
         raise CliError(str(exc), exc.hint) from exc
     for system, db in sources.databases().items():
@@ -35,7 +35,9 @@ def _start(args: argparse.Namespace) -> int:
     print(f"kafka connect: connectors {', '.join(sorted(connect.connector_states(settings)))} running into "
           f"{bootstrap}")
     print(f"crm (SQL Server, simulated): {sources.users} users in {real_sources.CRM_USER_TOPIC}")
-    print(f"next: lakehouse sources changes --count 200; lakehouse ingest --kafka-bootstrap {bootstrap}")
+    registry_option = f" --schema-registry-url {connect.ccompat_url(args.apicurio_url)}" if args.apicurio_url else ""
+    print(f"next: lakehouse sources changes --count 200; lakehouse ingest --kafka-bootstrap {bootstrap}"
+          f"{registry_option}")
     return 0
 
 
@@ -83,6 +85,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     start.add_argument("--kafka-bootstrap", metavar="HOST:PORT",
                        help="the broker (default: this home's, started with 'lakehouse kafka start' if needed)")
     start.add_argument("--seed", type=int, default=7, help="seed of the first snapshot (default 7)")
+    start.add_argument("--apicurio-url", metavar="URL",
+                       help="Avro records: Kafka Connect uses Apicurio Registry's Avro converter (Confluent wire "
+                            "format) with the Apicurio Registry at URL (its base, e.g. http://127.0.0.1:8080); "
+                            "default: JSON with schemas")
     start.set_defaults(func=_start)
     changes = sub.add_parser("changes", help="run random TICKIT transactions on the real tables")
     changes.add_argument("--count", type=int, default=200, help="transactions to run (default 200)")

@@ -101,13 +101,45 @@ def mariadb_connector(db: Database, settings: Settings, server_id: int = 5401) -
     })
 
 
-def worker_properties(settings: Settings, bootstrap: str, rest_port: int) -> dict[str, str]:
+#: Apicurio Registry's Avro converter (the reference pipeline's), writing Confluent's wire format.
+AVRO_CONVERTER = "io.apicurio.registry.utils.converter.AvroConverter"
+
+
+def converter_properties(apicurio_url: str | None) -> dict[str, str]:
+    """Key and value converters: JSON with its schema in every record, or, given an Apicurio
+    Registry (2.x or 3.x, its base URL), Apicurio's Avro converter in Confluent's wire format:
+    magic byte + the 4-byte content id of the schema it registers through Apicurio's v2 API,
+    which the registry's Confluent-compatible API (``ccompat_url``) serves as that id."""
+    if apicurio_url is None:
+        return {"key.converter": "org.apache.kafka.connect.json.JsonConverter",
+                "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                "key.converter.schemas.enable": "true", "value.converter.schemas.enable": "true"}
+    properties = {}
+    for side in ("key", "value"):
+        prefix = f"{side}.converter"
+        properties.update({
+            prefix: AVRO_CONVERTER,
+            f"{prefix}.apicurio.registry.url": apicurio_url.rstrip("/") + "/apis/registry/v2",
+            f"{prefix}.apicurio.registry.auto-register": "true",
+            f"{prefix}.apicurio.registry.as-confluent": "true",
+            f"{prefix}.apicurio.registry.use-id": "contentId",
+            f"{prefix}.apicurio.registry.headers.enabled": "false",
+        })
+    return properties
+
+
+def ccompat_url(apicurio_url: str) -> str:
+    """The Confluent-compatible API of an Apicurio Registry (the ingestion's ``--schema-registry-url``):
+    ``ccompat/v7`` (Apicurio 2.6 and 3.x), whose schema ids are content ids unless the registry
+    runs in legacy id mode (``apicurio.ccompat.legacy-id-mode.enabled``, default false)."""
+    return apicurio_url.rstrip("/") + "/apis/ccompat/v7"
+
+
+def worker_properties(settings: Settings, bootstrap: str, rest_port: int,
+                      apicurio_url: str | None = None) -> dict[str, str]:
     return {
         "bootstrap.servers": bootstrap,
-        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "key.converter.schemas.enable": "true",
-        "value.converter.schemas.enable": "true",
+        **converter_properties(apicurio_url),
         "offset.storage.file.filename": str(connect_dir(settings) / "offsets.dat"),
         "offset.flush.interval.ms": "1000",
         "listeners": f"http://127.0.0.1:{rest_port}",
@@ -154,8 +186,10 @@ def rest_url(settings: Settings) -> str | None:
     return None
 
 
-def start(settings: Settings, bootstrap: str, connectors: list[Connector], timeout: float = 180.0) -> int:
-    """Start the worker with ``connectors`` (idempotent) and wait until every task runs; its PID."""
+def start(settings: Settings, bootstrap: str, connectors: list[Connector], timeout: float = 180.0,
+          apicurio_url: str | None = None) -> int:
+    """Start the worker with ``connectors`` (idempotent) and wait until every task runs; its PID.
+    With ``apicurio_url``, records are Avro (``converter_properties``), else JSON."""
     record = registry.read(settings, SERVICE)
     if record is not None and record.alive and _is_our_worker(record.pid, settings):
         wait_running(settings, [c.name for c in connectors], timeout)
@@ -164,7 +198,7 @@ def start(settings: Settings, bootstrap: str, connectors: list[Connector], timeo
     for path in (directory, settings.logs_dir):
         path.mkdir(parents=True, exist_ok=True)
     worker = directory / "worker.properties"
-    _write_properties(worker, worker_properties(settings, bootstrap, free_port()))
+    _write_properties(worker, worker_properties(settings, bootstrap, free_port(), apicurio_url))
     files = []
     for connector in connectors:
         path = directory / f"{connector.name}.properties"

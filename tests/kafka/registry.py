@@ -5,10 +5,20 @@ with the ``runner`` classifier, 3.3.3) is not on Maven Central, and Confluent's 
 Registry is on none of the reachable package registries. This one answers exactly what
 the ingestion and the simulator ask, as Confluent's API and Apicurio's ``ccompat`` API do:
 
-* ``GET /schemas/ids/{id}`` -> ``{"schema": "<schema JSON as a string>"}``, or 404 with
+* ``GET /schemas/ids/{id}`` (also under Apicurio's ``/apis/ccompat/v6`` or ``v7``) ->
+  ``{"schema": "<schema JSON as a string>"}``, or 404 with
   ``{"error_code": 40403, "message": "Schema not found"}``;
 * ``POST /subjects/{subject}/versions`` with ``{"schema": "..."}`` -> ``{"id": N}`` (the same
   schema text gets the same id, as in Confluent's registry).
+
+Kafka Connect's Avro converter here is Apicurio's (``apicurio-registry-utils-converter``, set
+to the Confluent wire format), whose client registers schemas through Apicurio's v2 REST API,
+so the registry also answers the one call it makes:
+
+* ``POST /apis/registry/v2/groups/{group}/artifacts`` (artifact id in ``X-Registry-ArtifactId``,
+  the schema as the body, ``ifExists=RETURN_OR_UPDATE``) -> the artifact's metadata, with
+  ``globalId`` = ``contentId`` = the id ``GET /schemas/ids/{id}`` serves (the converter writes
+  the ``contentId`` with ``apicurio.registry.use-id=contentId``).
 
 ``forget(id)`` makes an id unknown (a 404), ``stop()`` takes the registry down; it binds
 127.0.0.1 on a free port.
@@ -43,6 +53,8 @@ class SmallRegistry:
             def do_GET(self) -> None:  # noqa: N802 - http.server's naming
                 registry.requests.append(f"GET {self.path}")
                 parts = self.path.strip("/").split("/")
+                if parts[:2] == ["apis", "ccompat"] and len(parts) > 3:  # Apicurio's Confluent-compatible API
+                    parts = parts[3:]
                 if len(parts) == 3 and parts[:2] == ["schemas", "ids"] and parts[2].isdigit():
                     text = registry.schemas.get(int(parts[2]))
                     if text is not None:
@@ -54,10 +66,18 @@ class SmallRegistry:
 
             def do_POST(self) -> None:  # noqa: N802
                 registry.requests.append(f"POST {self.path}")
-                parts = self.path.strip("/").split("/")
+                parts = self.path.split("?", 1)[0].strip("/").split("/")
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if len(parts) == 3 and parts[0] == "subjects" and parts[2] == "versions":
-                    body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                    self._send(200, {"id": registry.register(body["schema"])})
+                    self._send(200, {"id": registry.register(json.loads(body)["schema"])})
+                    return
+                if parts[:4] == ["apis", "registry", "v2", "groups"] and len(parts) == 6 and parts[5] == "artifacts":
+                    schema_id = registry.register(body.decode())
+                    self._send(200, {"groupId": parts[4], "id": self.headers.get("X-Registry-ArtifactId"),
+                                     "version": str(schema_id), "type": "AVRO", "state": "ENABLED",
+                                     "globalId": schema_id, "contentId": schema_id, "labels": [],
+                                     "properties": {}, "references": [],
+                                     "createdOn": "2026-01-01T00:00:00Z", "modifiedOn": "2026-01-01T00:00:00Z"})
                     return
                 self._send(404, {"error_code": 404, "message": "not found"})
 

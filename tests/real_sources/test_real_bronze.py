@@ -20,11 +20,9 @@ from lakehouse import real_sources
 from lakehouse.config import load_settings
 from lakehouse.services import databases, kafka, registry
 from simulator import live
-from tests.dbt_project.silver_oracle import differences, normalize
 from tests.kafka.helpers import fresh_topics, ingest_kafka
-from tests.real_sources.helpers import distinct_changes
+from tests.real_sources.helpers import bronze_differences, distinct_changes
 from tests.security.listening_sockets import assert_loopback_only, process_tree
-from tests.stream.judge import hudi_rows
 
 
 @pytest.fixture(scope="module")
@@ -76,14 +74,6 @@ def test_contracts_generated_from_the_real_topics_equal_the_checked_in_ones(sour
                 contract.primary_key, contract.topics, contract.connector, contract.database, contract.schema), name
 
 
-def _latest_by_key(rows: list[dict], key: tuple[str, ...]) -> dict[tuple, dict]:
-    """Replay bronze events: per key the largest Kafka offset wins; a deleted key is gone."""
-    latest: dict[tuple, dict] = {}
-    for row in sorted(rows, key=lambda r: r["_cdc_kafka_offset"]):
-        latest[tuple(row[k] for k in key)] = row
-    return {k: r for k, r in latest.items() if not r["_cdc_is_deleted"]}
-
-
 def test_real_connector_events_land_in_bronze_as_the_databases_hold_them(sources, spark, kafka_broker,
                                                                          tmp_path) -> None:
     settings, running = sources
@@ -98,17 +88,4 @@ def test_real_connector_events_land_in_bronze_as_the_databases_hold_them(sources
         assert summary.bad_events == 0, log
 
         distinct = distinct_changes(kafka_broker.bootstrap, [c.topics[0] for c in contracts.values()])
-        problems = {}
-        for name, contract in contracts.items():
-            stored = hudi_rows(tmp_path / "lake" / "bronze" / name)
-            assert len(stored) == distinct[contract.topics[0]], name
-            source = live.source_rows(conns[contract.system], contract, live.DIALECTS[contract.system])
-            expected = {tuple(normalize(r[k]) for k in contract.primary_key):
-                        {c: normalize(r[c]) for c in contract.column_names} for r in source}
-            assert expected, f"{name}: the source table is empty, nothing would be compared"
-            actual = {tuple(normalize(v) for v in k): {c: normalize(r[c]) for c in contract.column_names}
-                      for k, r in _latest_by_key(stored, contract.primary_key).items()}
-            diff = differences(actual, expected)
-            if diff:
-                problems[name] = diff
-        assert problems == {}
+        assert bronze_differences(tmp_path / "lake", conns, contracts, distinct) == {}
