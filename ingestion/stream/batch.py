@@ -60,7 +60,7 @@ from ingestion.stream.kafka_parse import Chunker
 from ingestion.stream.late_copies import (
     LATE_ROWS_OPTIONS,
     HighWater,
-    batch_offsets,
+    Partition,
     resolve_late,
     stored_high_water,
 )
@@ -119,6 +119,16 @@ class BatchReport:
     def to_json(self) -> str:
         doc = {"event": "micro_batch", **self.__dict__}
         return json.dumps(doc, sort_keys=True, default=str)
+
+
+@dataclass
+class BatchPlan:
+    """What the driver learns of a batch from its chunk details, before reading any row."""
+
+    drift: dict[str, dict[str, str]]  # per table with rows: columns added or widened (name -> Spark type)
+    firsts: dict[str, dict[str, FirstSeen | None]]  # where each of those was first seen
+    offsets: dict[str, dict[Partition, tuple[int, int]]]  # per table: (lowest, highest) offset per partition
+    oldest: dt.datetime | None  # the oldest source time of the batch's events
 
 
 #: Tables written at once (each Hudi write is a Spark job; more threads only queue on 2 cores).
@@ -265,16 +275,16 @@ class BatchProcessor:
             with session_confs(files.sparkSession, worker_read_confs(files.sparkSession) if in_workers else {}):
                 summary = chunks.select("kind", "table_name", "rows", "oldest_source_ts", "detail").collect()
             report.parse_seconds = round(time.monotonic() - started, 3)
-            drift, firsts, oldest = self._gather(summary, report)
+            plan = self._gather(summary, report)
             started = time.monotonic()
-            self._record_schema_changes(files.sparkSession, drift, firsts, marker, ingested_at, report)
-            self._write(chunks, drift, marker, report)
+            self._record_schema_changes(files.sparkSession, plan.drift, plan.firsts, marker, ingested_at, report)
+            self._write(chunks, plan, marker, report)
             report.write_seconds = round(time.monotonic() - started, 3)
         finally:
             chunks.unpersist()
-        if oldest is not None and report.commits:
+        if plan.oldest is not None and report.commits:
             now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-            report.max_lag_seconds = round((now - oldest).total_seconds(), 3)
+            report.max_lag_seconds = round((now - plan.oldest).total_seconds(), 3)
 
     def _bronze_contracts(self, spark) -> dict[str, TableContract]:
         """The contracts as the bronze tables hold them (``TableContract.with_bronze_schema``)."""
@@ -286,13 +296,14 @@ class BatchProcessor:
         return {table: contract.with_bronze_schema(self.bronze_columns[table])
                 for table, contract in self.contracts.items()}
 
-    def _gather(self, summary: list, report: BatchReport) -> tuple[
-            dict[str, dict[str, str]], dict[str, dict[str, FirstSeen | None]], dt.datetime | None]:
+    def _gather(self, summary: list, report: BatchReport) -> BatchPlan:
         """The report's counts from the chunk details; per table that has rows, the columns its rows
-        add to bronze or hold in a wider type (name -> Spark type), and where each was first seen."""
+        add to bronze or hold in a wider type (name -> Spark type), where each was first seen, and
+        the Kafka offsets the rows span per (topic, partition)."""
         file_bytes: dict[str, int] = {}
         drift: dict[str, dict[str, str]] = {}
         firsts: dict[str, dict[str, FirstSeen | None]] = {}
+        offsets: dict[str, dict[Partition, tuple[int, int]]] = {}
         oldest: dt.datetime | None = None
         reasons: Counter[str] = Counter()
         for kind, table, rows, source_ts, detail in summary:
@@ -307,7 +318,13 @@ class BatchProcessor:
             known = drift.setdefault(table, {})
             if kind == EVENT:
                 seen = firsts.setdefault(table, {})
-                for name, column_type, first in json.loads(detail):
+                event_detail = json.loads(detail)
+                ranges = offsets.setdefault(table, {})
+                for topic, partition, low, high in event_detail["offsets"]:
+                    key = (topic, partition)
+                    ranges[key] = (min(low, ranges[key][0]), max(high, ranges[key][1])) if key in ranges \
+                        else (low, high)
+                for name, column_type, first in event_detail["drift"]:
                     known[name] = common_type(known[name], column_type) if name in known else column_type
                     seen[name] = earliest(seen.get(name), FirstSeen.from_json(first))
                 report.events[table] = report.events.get(table, 0) + rows
@@ -320,7 +337,7 @@ class BatchProcessor:
                 reasons.update(json.loads(detail))
         report.files, report.bytes = len(file_bytes), sum(file_bytes.values())
         report.dead_letters_by_reason = dict(sorted(reasons.items()))
-        return drift, firsts, oldest
+        return BatchPlan(drift, firsts, offsets, oldest)
 
     def _record_schema_changes(self, spark, drift: dict[str, dict[str, str]],
                                firsts: dict[str, dict[str, FirstSeen | None]], marker: StreamMarker,
@@ -354,12 +371,13 @@ class BatchProcessor:
             report.schema_versions.update(versions)
             self.schema_versions.update(versions)
 
-    def _write(self, chunks: DataFrame, drift: dict[str, dict[str, str]], marker: StreamMarker,
-               report: BatchReport) -> None:
+    def _write(self, chunks: DataFrame, plan: BatchPlan, marker: StreamMarker, report: BatchReport) -> None:
         """One exactly-once commit per table that received rows (bronze tables and the dead letters)."""
+        drift = plan.drift
         tables = sorted(drift, key=lambda t: (t == DEAD_LETTER_TABLE, t))
         with ThreadPoolExecutor(max_workers=WRITE_THREADS, thread_name_prefix="hudi-write") as pool:
-            outcomes = list(pool.map(lambda t: self._write_table(chunks, t, drift[t], marker), tables))
+            outcomes = list(pool.map(
+                lambda t: self._write_table(chunks, t, drift[t], marker, plan.offsets.get(t, {})), tables))
         for table, outcome in zip(tables, outcomes, strict=True):
             if drift[table]:
                 report.drift[table] = [f"{name} {kind}" for name, kind in drift[table].items()]
@@ -367,8 +385,8 @@ class BatchProcessor:
         report.duplicates_in_batch = sum(report.events.values()) + report.bad_events - sum(
             outcome.rows for outcome in outcomes if outcome.rows is not None)
 
-    def _write_table(self, chunks: DataFrame, table: str, changed: dict[str, str],
-                     marker: StreamMarker) -> CommitOutcome:
+    def _write_table(self, chunks: DataFrame, table: str, changed: dict[str, str], marker: StreamMarker,
+                     offsets: dict[Partition, tuple[int, int]]) -> CommitOutcome:
         """Write the batch's rows of ``table`` in the table's columns with what the batch adds or
         widens (``changed``). Columns added by earlier batches are written as nulls when this
         batch lacks them: Hudi reconciles a batch that only lacks columns, but not one that lacks
@@ -398,7 +416,7 @@ class BatchProcessor:
             keys = [*self.contracts[table].primary_key, BRONZE_ORDERING_COLUMN]
             unique = first_delivery(rows, keys, _DELIVERY_ORDER["bronze"]).persist(StorageLevel.MEMORY_AND_DISK)
             try:
-                outcome = self._write_bronze(unique, table, path, keys, options, marker, state)
+                outcome = self._write_bronze(unique, table, path, keys, options, marker, state, offsets)
             finally:
                 unique.unpersist()
         if self.bronze_columns is not None and table in self.bronze_columns:
@@ -406,15 +424,17 @@ class BatchProcessor:
         return outcome
 
     def _write_bronze(self, unique: DataFrame, table: str, path: str, keys: list[str], options: dict[str, str],
-                      marker: StreamMarker, state: TimelineState) -> CommitOutcome:
+                      marker: StreamMarker, state: TimelineState,
+                      offsets: dict[Partition, tuple[int, int]]) -> CommitOutcome:
         """Commit a bronze table's rows (one per record key) with the table's raised offset marks;
-        rows at or below a mark go through ``resolve_late`` and the commit is an upsert."""
+        rows at or below a mark go through ``resolve_late`` and the commit is an upsert. ``offsets``:
+        the batch's (lowest, highest) offset per partition, from the parse (before the in-batch
+        deduplication, so possibly wider: a wider range can only send rows through ``resolve_late``)."""
         if already_committed(state, marker):
             return write_once(unique, path, options, marker, table, state)
-        offsets = batch_offsets(unique)
         mark = self._high_water(unique.sparkSession, table, path, state)
-        late = mark.late(offsets.ranges)
-        raised = mark.merged(offsets.ranges)
+        late = mark.late(offsets)
+        raised = mark.merged(offsets)
         metadata = {OFFSETS_METADATA_KEY: raised.to_json()}
         if not late:
             outcome = write_once(unique, path, options, marker, table, state, metadata)
@@ -430,7 +450,7 @@ class BatchProcessor:
                         "higher-offset copies replaced", table, resolution.late_rows,
                         ", ".join(f"{t}[{p}] {low}..{high}" for (t, p), (low, high) in sorted(late.items())),
                         resolution.replaced)
-        outcome.rows = offsets.rows
+        outcome.rows = unique.count()
         self.high_water[table] = raised
         return outcome
 

@@ -13,7 +13,8 @@ compact: one row per (table, worker chunk) holding the rows as an Arrow IPC stre
 (``payload``), already in the bronze table's schema, plus one ``files`` row with the
 bytes read per landing file. Each row's ``detail`` (JSON) says what the driver needs to
 plan the writes without reading a payload: the bytes per landing file (``files``), the
-drift columns (``event``), the dead letters per reason (``dead``). The payloads stay in
+drift columns and the Kafka offset range per (topic, partition) (``event``: ``{"drift":
+[...], "offsets": [[topic, partition, min, max], ...]}``), the dead letters per reason (``dead``). The payloads stay in
 Spark: each table's rows are decoded from them by ``decode_chunks`` on the executors and
 written by Hudi; no wide union schema and no per-value conversion through the JVM.
 
@@ -347,7 +348,7 @@ class LineParser:
             names.append(table)
             counts.append(data.num_rows)
             oldest.append(pc.min(data.column("_cdc_source_ts")).as_py())
-            details.append(json.dumps(self.changed_columns(table, data)))
+            details.append(json.dumps({"drift": self.changed_columns(table, data), "offsets": offset_ranges(data)}))
             payloads.append(to_ipc(data))
         if dead:
             kinds.append(DEAD)
@@ -369,6 +370,17 @@ class LineParser:
              pa.array(details, pa.string()), pa.array(payloads, pa.binary())],
             schema=CHUNKS_SCHEMA,
         )
+
+
+def offset_ranges(data: pa.Table) -> list[list]:
+    """[topic, partition, lowest offset, highest offset] of a chunk's rows per Kafka partition
+    (what ``ingestion.stream.late_copies`` compares with the offsets bronze committed)."""
+    ranges = data.select(["_cdc_topic", "_cdc_kafka_partition", "_cdc_kafka_offset"]) \
+        .group_by(["_cdc_topic", "_cdc_kafka_partition"], use_threads=False) \
+        .aggregate([("_cdc_kafka_offset", "min"), ("_cdc_kafka_offset", "max")])
+    return [[row["_cdc_topic"], row["_cdc_kafka_partition"], row["_cdc_kafka_offset_min"],
+             row["_cdc_kafka_offset_max"]] for row in ranges.to_pylist()
+            if None not in (row["_cdc_topic"], row["_cdc_kafka_partition"], row["_cdc_kafka_offset_min"])]
 
 
 def merge_in_line_order(fast: list[pa.Table], python: pa.Table | None) -> pa.Table:
