@@ -447,13 +447,15 @@ class AvroContainer:
         stop = len(self.data) if end is None else end
         return self.data[start:min(stop, start + MAX_RAW_BYTES)]
 
-    def items(self) -> Iterator[AvroRecord | AvroFailure]:
-        """Every record in file order, and a failure for every part that cannot be decoded."""
+    def items(self, raw: bool = False) -> Iterator[AvroRecord | AvroFailure]:
+        """Every record in file order, and a failure for every part that cannot be decoded. ``raw``:
+        the records as fastavro decodes them (logical types off), not converted to JsonConverter
+        payloads (``AvroSchema.convert``)."""
         if self.schema is None:
             yield AvroFailure(0, self._raw(0), f"{self._where()}: {self.header_error}")
             return
         reader = self.schema.reader
-        convert = self.schema.convert
+        convert = (lambda datum: datum) if raw else self.schema.convert
         data, pos, index, block = self.data, self.header_end, 0, 0
         while pos < len(data):
             start = pos

@@ -68,6 +68,7 @@ from ingestion.stream.bronze import (
     bronze_contracts,
     spark_type,
 )
+from ingestion.stream.fast_avro import AvroOutcome, parse_avro_fast
 from ingestion.stream.fast_parse import SEQ, FileOutcome, delivery_for, fast_parsers, parser_mode
 
 EVENT, DEAD, TOMBSTONE, FILES = "event", "dead", "tombstone", "files"
@@ -268,6 +269,19 @@ class LineParser:
             seq_base[landing_file] = base
             if lines is None:
                 file_bytes[landing_file] = file_bytes.get(landing_file, 0) + len(content)
+                fast_avro = self._fast_avro(landing_file, content)
+                if fast_avro is not None:
+                    tombstones += fast_avro.fast.tombstones
+                    self._add_fast_tables(fast_tables, fast_avro.fast, base)
+                    for result in fast_avro.python:
+                        if isinstance(result, BronzeEvent):
+                            avro_events.setdefault(result.table, []).append(result)
+                        elif isinstance(result, DeadLetter):
+                            avro_dead.append(result)
+                        else:
+                            tombstones += 1
+                    base += fast_avro.records
+                    continue
                 events_of_file, dead_of_file, tombstones_of_file, records = self.parse_avro(landing_file, content)
                 for table, table_events in events_of_file.items():
                     avro_events.setdefault(table, []).extend(table_events)
@@ -278,13 +292,7 @@ class LineParser:
             file_bytes[landing_file] = file_bytes.get(landing_file, 0) + sum(map(len, lines)) + len(lines)
             outcome = self._fast_file(landing_file, content, lines)
             tombstones += outcome.tombstones
-            if outcome.tables:
-                if outcome.table is None:  # rows come only from a contract's fast parser, which names its table
-                    raise ValueError(f"{landing_file}: the fast path returned rows without their table")
-                pieces = fast_tables.setdefault(outcome.table, [])
-                for piece in outcome.tables:
-                    seq = pc.add(piece.column(SEQ), base)
-                    pieces.append(piece.set_column(piece.num_columns - 1, SEQ, seq))
+            self._add_fast_tables(fast_tables, outcome, base)
             fallback[0].extend([landing_file] * len(outcome.fallback))
             fallback[1].extend(outcome.fallback)
             fallback[2].extend([lines[i] for i in outcome.fallback])
@@ -298,6 +306,30 @@ class LineParser:
         # tables in the order of their first row, as ``parse`` orders them
         tables = {table: data.drop_columns([SEQ]) for first, table, data in sorted(merged, key=lambda m: m[0])}
         return self.chunk_batch(file_bytes, tables, dead, tombstones + fallback_tombstones)
+
+    @staticmethod
+    def _add_fast_tables(fast_tables: dict[str, list[pa.Table]], outcome: FileOutcome, base: int) -> None:
+        """A file's fast rows, their ``SEQ`` moved by the lines of the files before it in the chunk."""
+        if not outcome.tables:
+            return
+        if outcome.table is None:  # rows come only from a contract's fast parser, which names its table
+            raise ValueError("the fast path returned rows without their table")
+        pieces = fast_tables.setdefault(outcome.table, [])
+        for piece in outcome.tables:
+            seq = pc.add(piece.column(SEQ), base)
+            pieces.append(piece.set_column(piece.num_columns - 1, SEQ, seq))
+
+    def _fast_avro(self, landing_file: str, content: bytes) -> AvroOutcome | None:
+        """An Avro landing file through the vectorized path (``fast_avro``); None: the event parser reads it."""
+        try:
+            where = parse_landing_path(landing_file)
+        except LandingPathError:
+            return None
+        fast = self.fast.get(where.topic)
+        if fast is None:
+            return None
+        return parse_avro_fast(fast, content, landing_file, where.topic, where.partition, where.start_offset,
+                               self.topics, self.ingested_at)
 
     def _fast_file(self, landing_file: str, content: bytes, lines: list[bytes]) -> FileOutcome:
         try:

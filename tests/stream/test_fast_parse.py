@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ingestion.cdc.avro_records import AvroContainer
 from ingestion.cdc.contracts import TableContract, topic_map
 from ingestion.cdc.landing import landing_file_name
 from ingestion.cdc.parser import BronzeEvent, Tombstone, parse_line
@@ -77,21 +78,23 @@ def assert_same_as_python(contract: TableContract, lines: list[bytes], *, topics
 
 # -- simulated landing zones ----------------------------------------------------------------
 @functools.cache
-def simulated_landing(fmt: str) -> Path:
-    """A small landing zone of ``fmt`` with every kind of bad line, built once per session (removed at exit)."""
+def simulated_landing(fmt: str, file_format: str = "json") -> Path:
+    """A small landing zone of shape ``fmt`` in ``file_format`` with every kind of bad line, built once
+    per session (removed at exit)."""
     import atexit
     import shutil
     import tempfile
 
-    base = Path(tempfile.mkdtemp(prefix=f"fast-parse-{fmt}-"))
+    base = Path(tempfile.mkdtemp(prefix=f"fast-parse-{fmt}-{file_format}-"))
     atexit.register(shutil.rmtree, base, ignore_errors=True)
     landing = base / "landing"
-    simulate(landing, fmt=fmt, scale=0.01, changes=1500, inject_bad=40, truncate=True)
+    simulate(landing, fmt=fmt, scale=0.01, changes=1500, inject_bad=40, truncate=True, file_format=file_format)
     return landing
 
 
 def landing_files(landing: Path) -> list[Path]:
-    return sorted((landing / "topics").rglob("*.json"))
+    """The landed JSON and Avro files (a landing holds one of the two)."""
+    return sorted([*(landing / "topics").rglob("*.json"), *(landing / "topics").rglob("*.avro")])
 
 
 @pytest.mark.parametrize("fmt", ["envelope", "flattened", "mixed"])
@@ -150,6 +153,27 @@ def assert_same_chunk_batches(fast: list[pa.RecordBatch], python: list[pa.Record
 @pytest.mark.parametrize("fmt", ["envelope", "flattened", "mixed"])
 def test_simulated_chunks_are_identical_to_the_python_path(fmt):
     assert_same_chunks(simulated_landing(fmt))
+
+
+@pytest.mark.parametrize("fmt", ["envelope", "mixed"])
+def test_simulated_avro_chunks_are_identical_to_the_python_path(fmt):
+    """Avro landing files: the vectorized path (``ingestion.stream.fast_avro``) gives the event
+    parser's rows, dead letters and tombstones; and it really takes the envelope files' rows."""
+    landing = simulated_landing(fmt, file_format="avro")
+    assert_same_chunks(landing)
+    parser = parse_module.LineParser(INGESTED_AT)
+    fast_rows = python_rows = precise_rows = 0
+    for path in landing_files(landing):
+        content = path.read_bytes()
+        outcome = parser._fast_avro(str(path.relative_to(landing)), content)
+        if outcome is not None:
+            fast_rows += sum(t.num_rows for t in outcome.fast.tables)
+            python_rows += len(outcome.python)
+            # Connect Decimal bytes (decimal.handling.mode=precise), which the mixed landing has
+            if '"org.apache.kafka.connect.data.Decimal"' in json.dumps(AvroContainer.open(content, "f").schema.connect):
+                precise_rows += sum(t.num_rows for t in outcome.fast.tables)
+    assert fast_rows > 1000 and fast_rows > 10 * python_rows, (fast_rows, python_rows)
+    assert precise_rows > 0 or fmt == "envelope"
 
 
 def test_chunks_with_drift_bad_paths_and_unknown_topics(tmp_path):
