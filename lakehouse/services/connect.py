@@ -59,8 +59,11 @@ def log_file(settings: Settings) -> Path:
     return settings.logs_dir / "connect.log"
 
 
-def postgres_connector(db: Database, schema: str = "ems") -> Connector:
-    """Debezium's PostgreSQL connector on ``db`` capturing ``schema`` (pgoutput, its own slot)."""
+def postgres_connector(db: Database, schema: str = "ems", signal_table: str | None = None) -> Connector:
+    """Debezium's PostgreSQL connector on ``db`` capturing ``schema`` (pgoutput, its own slot).
+    ``signal_table``: Debezium's signaling table (``<schema>.<table>``, captured like the others),
+    where an ``execute-snapshot`` row starts an incremental snapshot."""
+    signals = {"signal.data.collection": signal_table} if signal_table else {}
     return Connector(f"{TOPIC_PREFIX}-{schema}", {
         "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
         "plugin.name": "pgoutput",
@@ -76,6 +79,7 @@ def postgres_connector(db: Database, schema: str = "ems") -> Connector:
         "publication.autocreate.mode": "filtered",
         "snapshot.mode": "initial",
         "skipped.operations": "none",
+        **signals,
     })
 
 
