@@ -430,7 +430,10 @@ class BatchProcessor:
         rows at or below a mark go through ``resolve_late`` and the commit is an upsert. ``offsets``:
         the batch's (lowest, highest) offset per partition, from the parse (before the in-batch
         deduplication, so possibly wider: a wider range can only send rows through ``resolve_late``)."""
-        if already_committed(state, marker):
+        if already_committed(state, marker):  # a replayed batch: the commit holds its marks already
+            committed = HighWater.from_json(state.companion)
+            if committed is not None:
+                self.high_water[table] = committed
             return write_once(unique, path, options, marker, table, state)
         mark = self._high_water(unique.sparkSession, table, path, state)
         late = mark.late(offsets)
