@@ -175,7 +175,7 @@ def _write_events(spark, lake: str, table: str, data: pa.Table, keys: list[str],
     (``resolve_late``: new events inserted, higher-offset copies replaced, others dropped)."""
     path = table_path(lake, table)
     frame = _frame(spark, data)
-    late = {key: (low, ANY_OFFSET) for key, (low, _) in batch_offsets(frame).ranges.items()}
+    late = {key: (low, ANY_OFFSET) for key, (low, _) in batch_offsets(frame).items()}
     if not late or not table_exists(spark, path):
         return _write(spark, lake, table, frame, marker)
     resolution = resolve_late(frame, path, keys, late, table)

@@ -82,21 +82,12 @@ class HighWater:
                 if key in self.marks and low <= self.marks[key]}
 
 
-@dataclass(frozen=True)
-class BatchOffsets:
-    """A batch's rows of one table: their count and (min, max) offset per (topic, partition)."""
-
-    rows: int
-    ranges: dict[Partition, tuple[int, int]]
-
-
-def batch_offsets(rows: DataFrame) -> BatchOffsets:
-    """One aggregation over the batch's rows (rows without an offset are counted, not ranged)."""
-    found = rows.groupBy(TOPIC, PARTITION).agg(F.count(F.lit(1)).alias("n"), F.min(OFFSET).alias("low"),
-                                               F.max(OFFSET).alias("high")).collect()
-    ranges = {(str(r[TOPIC]), int(r[PARTITION])): (int(r["low"]), int(r["high"]))
-              for r in found if r[TOPIC] is not None and r[PARTITION] is not None and r["low"] is not None}
-    return BatchOffsets(sum(int(r["n"]) for r in found), ranges)
+def batch_offsets(rows: DataFrame) -> dict[Partition, tuple[int, int]]:
+    """(lowest, highest) offset per (topic, partition) of ``rows`` (one aggregation; rows without an
+    offset are left out). The stream takes these from the parse instead (``parse.offset_ranges``)."""
+    found = rows.groupBy(TOPIC, PARTITION).agg(F.min(OFFSET).alias("low"), F.max(OFFSET).alias("high")).collect()
+    return {(str(r[TOPIC]), int(r[PARTITION])): (int(r["low"]), int(r["high"]))
+            for r in found if r[TOPIC] is not None and r[PARTITION] is not None and r["low"] is not None}
 
 
 def stored_high_water(spark: SparkSession, path: str) -> HighWater:

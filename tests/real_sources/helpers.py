@@ -87,3 +87,18 @@ def bronze_differences(lake: Path, conns: Mapping[str, Any], contracts: Mapping[
         if diff:
             problems[name] = diff
     return problems
+
+
+def load_ems_tables(conn: Any, contracts: Mapping[str, TableContract]) -> dict[str, list[dict]]:
+    """Create the ``ems`` tables in PostgreSQL and load TICKIT's real categories, venues and 50 events;
+    the real dimensions loaded (by table)."""
+    from simulator import tickit
+
+    live.create_tables({"ems": conn}, contracts)
+    cur = conn.cursor()
+    real = tickit.load_real_dimensions()
+    for table, rows in (("category", real["category"]), ("venue", real["venue"]), ("event", real["event"][:50])):
+        for row in rows:
+            live.insert_row(cur, contracts[table], "postgres", row)
+    conn.commit()
+    return real

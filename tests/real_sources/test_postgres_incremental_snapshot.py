@@ -24,8 +24,9 @@ from confluent_kafka import Consumer, TopicPartition
 
 from lakehouse import real_sources
 from lakehouse.services import connect
-from simulator import live, tickit
+from simulator import live
 from tests.dbt_project.silver_oracle import differences, oracle_rows, silver_rows
+from tests.real_sources.helpers import load_ems_tables
 
 pytestmark = pytest.mark.slow
 LAKEHOUSE = str(Path(sys.executable).parent / "lakehouse")
@@ -57,12 +58,8 @@ def test_incremental_snapshot_rows_do_not_mask_later_updates(postgres_home, thri
     contracts = {n: c for n, c in real_sources.real_contracts().items() if c.system == "ems"}
     conn = real_sources.open_connection(postgres)
     try:
-        live.create_tables({"ems": conn}, contracts)
+        real = load_ems_tables(conn, contracts)
         cur = conn.cursor()
-        real = tickit.load_real_dimensions()
-        for table, rows in (("category", real["category"]), ("venue", real["venue"]), ("event", real["event"][:50])):
-            for row in rows:
-                live.insert_row(cur, contracts[table], "postgres", row)
         cur.execute("CREATE TABLE ems.debezium_signal (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, "
                     "data varchar(2048))")
         conn.commit()

@@ -26,8 +26,9 @@ from confluent_kafka import Consumer, TopicPartition
 
 from lakehouse import real_sources
 from lakehouse.services import connect
-from simulator import live, tickit
+from simulator import live
 from tests.dbt_project.silver_oracle import differences, oracle_rows, silver_rows
+from tests.real_sources.helpers import load_ems_tables
 
 pytestmark = pytest.mark.slow
 LAKEHOUSE = str(Path(sys.executable).parent / "lakehouse")
@@ -58,12 +59,8 @@ def test_a_transaction_open_across_the_snapshot_wins_in_silver(postgres_home, th
     conn = real_sources.open_connection(postgres)
     in_flight = real_sources.open_connection(postgres)
     try:
-        live.create_tables({"ems": conn}, contracts)
+        load_ems_tables(conn, contracts)
         cur = conn.cursor()
-        real = tickit.load_real_dimensions()
-        for table, rows in (("category", real["category"]), ("venue", real["venue"]), ("event", real["event"][:50])):
-            for row in rows:
-                live.insert_row(cur, contracts[table], "postgres", row)
         cur.execute("CREATE PUBLICATION lakehouse_ems FOR TABLES IN SCHEMA ems")
         conn.commit()
         cur.execute("SELECT pg_create_logical_replication_slot('lakehouse_ems', 'pgoutput')")
