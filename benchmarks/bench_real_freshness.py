@@ -67,9 +67,46 @@ def _kafka_time(consumer, topic: str, start: int, marker: str, timeout: float = 
     return None
 
 
+def _keys(conn, probe: tuple[str, str, str, str]) -> list:
+    system, table, key_column, _ = probe
+    cur = conn.cursor()
+    cur.execute(f"SELECT {key_column} FROM {'ems.' if system == 'ems' else ''}{table}")  # noqa: S608
+    keys = [row[0] for row in cur.fetchall()]
+    cur.close()
+    conn.commit()
+    return keys
+
+
+def _sample(conn, catalog: ThriftCatalog, consumer, probe: tuple[str, str, str, str], key, index: int
+            ) -> tuple[float, float | None] | None:
+    """Commit one change and wait until bronze shows it: (commit -> visible, commit -> in Kafka) seconds."""
+    system, table, key_column, column = probe
+    topic = f"tickit.{system}.{table}"
+    end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
+    predicate = _change(conn, system, table, key_column, column, key, 100_000 + index)
+    committed, committed_wall = time.perf_counter(), time.time()
+    deadline = committed + (600 if index == 0 else 120)
+    while time.perf_counter() < deadline:
+        try:
+            rows = catalog.execute(f"SELECT count(*) FROM bronze.{table} WHERE {predicate}")  # noqa: S608
+        except Exception:  # noqa: BLE001 - not registered before the first sync
+            rows = [(0,)]
+        if rows and int(rows[0][0]) >= 1:
+            visible = time.perf_counter() - committed
+            marker = f"probe {100_000 + index}" if column == "venuename" else None
+            if marker is None:  # MicroTimestamp: microseconds since the epoch
+                marker = str(int(dt.datetime(2030, 1, 1, tzinfo=dt.UTC).timestamp() * 10**6) + 100_000 + index)
+            reached = _kafka_time(consumer, topic, end, marker) if index else None
+            return visible, (reached - committed_wall if reached is not None else None)
+        time.sleep(0.1)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=20, help="changes per database (default 20)")
+    parser.add_argument("--batch-log", type=Path, default=None,
+                        help="write the ingestion's micro-batch reports (JSON lines) to this file")
     args = parser.parse_args(argv)
     home = Path(tempfile.mkdtemp(prefix="bench-real-freshness-"))
     settings = dataclasses.replace(load_settings(), home=home, lake=str(home / "lake"),
@@ -77,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     broker = kafka.broker_config(settings, free_port())
     stop = threading.Event()
     thread = None
+    batch_log = args.batch_log.open("w") if args.batch_log else None
     try:
         kafka.start(broker)
         thrift.start(settings, timeout=300)
@@ -88,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                                 trigger_seconds=1.0, sync=True, thrift_host=settings.thrift_host,
                                 thrift_port=settings.thrift_port, kafka_bootstrap=broker.bootstrap, topics=topics)
         thread = threading.Thread(target=run_ingest, args=(options,),
-                                  kwargs={"spark": spark, "log_stream": None, "stop_event": stop}, daemon=True)
+                                  kwargs={"spark": spark, "log_stream": batch_log, "stop_event": stop}, daemon=True)
         thread.start()
         catalog = ThriftCatalog(settings.thrift_host, settings.thrift_port)
         rng = random.Random(1)
@@ -97,41 +135,20 @@ def main(argv: list[str] | None = None) -> int:
         consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "bench-freshness", "log_level": 0,
                              "enable.auto.commit": False})
         with real_sources.connections(sources) as conns:
-            for system, table, key_column, column in PROBES:
-                cur = conns[system].cursor()
-                cur.execute(f"SELECT {key_column} FROM {'ems.' if system == 'ems' else ''}{table}")  # noqa: S608
-                keys = [row[0] for row in cur.fetchall()]
-                cur.close()
-                conns[system].commit()
-                latencies: list[float] = []
-                topic = f"tickit.{system}.{table}"
-                for index in range(args.samples + 1):  # the first one waits for the backfill: not counted
-                    end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
-                    predicate = _change(conns[system], system, table, key_column, column, rng.choice(keys),
-                                        100_000 + index)
-                    committed, committed_wall = time.perf_counter(), time.time()
-                    deadline = committed + (600 if index == 0 else 120)
-                    while time.perf_counter() < deadline:
-                        try:
-                            rows = catalog.execute(f"SELECT count(*) FROM bronze.{table} WHERE {predicate}")  # noqa: S608
-                        except Exception:  # noqa: BLE001 - not registered before the first sync
-                            rows = [(0,)]
-                        if rows and int(rows[0][0]) >= 1:
-                            if index:
-                                latencies.append(time.perf_counter() - committed)
-                                marker = f"probe {100_000 + index}" if column == "venuename" else None
-                                if marker is None:  # MicroTimestamp: microseconds since the epoch
-                                    marker = str(int(dt.datetime(2030, 1, 1, tzinfo=dt.UTC).timestamp() * 10**6)
-                                                 + 100_000 + index)
-                                reached = _kafka_time(consumer, topic, end, marker)
-                                if reached is not None:
-                                    to_kafka.setdefault(f"{system}.{table}", []).append(reached - committed_wall)
-                            break
-                        time.sleep(0.1)
-                    else:
+            keys = {probe: _keys(conns[probe[0]], probe) for probe in PROBES}
+            # The databases take turns, so the warm-up batches after the start (the first
+            # change of each is the backfill and is not counted) fall on both alike.
+            for index in range(args.samples + 1):
+                for probe in PROBES:
+                    system, table = probe[0], probe[1]
+                    sample = _sample(conns[system], catalog, consumer, probe, rng.choice(keys[probe]), index)
+                    if sample is None:
                         print(f"{system}.{table}: change {index} not visible within the deadline")
+                    elif index:
+                        results.setdefault(f"{system}.{table}", []).append(sample[0])
+                        if sample[1] is not None:
+                            to_kafka.setdefault(f"{system}.{table}", []).append(sample[1])
                     time.sleep(rng.uniform(0.0, 1.0))  # spread the changes over the trigger interval
-                results[f"{system}.{table}"] = latencies
         catalog.close()
         consumer.close()
         print(f"freshness: database commit -> visible in bronze.<table> through the Thrift server "
@@ -157,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         databases.discard(settings)
         thrift.stop(settings)
         kafka.stop(broker)
+        if batch_log is not None:
+            batch_log.close()
     return 0
 
 

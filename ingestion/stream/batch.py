@@ -74,6 +74,7 @@ from ingestion.stream.parse import (
     parse_file_batches,
     utc_timestamps,
 )
+from ingestion.stream.partition_changes import describe, moved_keys, new_partitions
 from ingestion.stream.schema_history import (
     FirstSeen,
     SchemaChange,
@@ -101,6 +102,9 @@ class BatchReport:
     #: many stored higher-offset copies they replaced (``ingestion.stream.late_copies``)
     late_rows: dict[str, int] = field(default_factory=dict)
     replaced_copies: dict[str, int] = field(default_factory=dict)
+    #: per table: keys arriving in a (topic, partition) new to the table whose earlier changes
+    #: sit in another one, per "topic[partition]" (``ingestion.stream.partition_changes``)
+    moved_keys: dict[str, dict[str, int]] = field(default_factory=dict)
     bad_events: int = 0
     dead_letters_by_reason: dict[str, int] = field(default_factory=dict)
     tombstones: int = 0
@@ -436,6 +440,9 @@ class BatchProcessor:
                 self.high_water[table] = committed
             return write_once(unique, path, options, marker, table, state)
         mark = self._high_water(unique.sparkSession, table, path, state)
+        moved = moved_keys(unique, path, self.contracts[table].primary_key, new_partitions(mark, offsets))
+        if moved:
+            log.warning("%s", describe(table, mark, moved))
         late = mark.late(offsets)
         raised = mark.merged(offsets)
         metadata = {OFFSETS_METADATA_KEY: raised.to_json()}
@@ -454,6 +461,7 @@ class BatchProcessor:
                         ", ".join(f"{t}[{p}] {low}..{high}" for (t, p), (low, high) in sorted(late.items())),
                         resolution.replaced)
         outcome.rows = unique.count()
+        outcome.moved_keys = moved
         self.high_water[table] = raised
         return outcome
 
@@ -468,6 +476,9 @@ class BatchProcessor:
         return self.high_water[table]
 
     def _record(self, outcome: CommitOutcome, report: BatchReport) -> None:
+        if outcome.moved_keys:
+            report.moved_keys[outcome.table] = {f"{topic}[{partition}]": count
+                                                for (topic, partition), count in sorted(outcome.moved_keys.items())}
         if outcome.late_rows:
             report.late_rows[outcome.table] = outcome.late_rows
             report.replaced_copies[outcome.table] = outcome.replaced

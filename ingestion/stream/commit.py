@@ -14,7 +14,7 @@ Hudi before the next write.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -59,6 +59,9 @@ class CommitOutcome:
     rows: int | None = None  # rows written (after the in-batch deduplication)
     late_rows: int = 0  # rows at or below the partition's committed offsets (``late_copies``)
     replaced: int = 0  # stored copies replaced by a lower-offset copy of the same event
+    #: per (topic, partition) new to the table: its keys with stored changes in another one
+    #: (``partition_changes``)
+    moved_keys: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 def already_committed(state: TimelineState, marker: StreamMarker) -> bool:

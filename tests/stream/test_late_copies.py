@@ -117,3 +117,33 @@ def test_offsets_reused_for_other_events_stop_the_stream_and_change_nothing(tmp_
     assert f"of {TOPIC} partition 1" in message and "Reused Kafka offsets" in message, message
     after = Counter(tuple(sorted(r.items())) for r in hudi_rows(lake / "bronze" / "sale"))
     assert after == before
+
+
+def test_keys_arriving_in_a_new_partition_of_the_topic_are_reported(tmp_path, spark, caplog) -> None:
+    landing = tmp_path / "landing"
+    simulate(landing, fmt="flattened", scale=0.003, changes=300, inject_bad=0, restarts=0)
+    first = ingest(spark, tmp_path, "bronze_moved")
+    assert all(not r.moved_keys for r in first.summary.reports)  # a table's first partitions move nothing
+    lake = tmp_path / "lake"
+    stored = {row["salesid"] for row in hudi_rows(lake / "bronze" / "sale") if row["_cdc_op"] != "t"}
+    # the topic gained a partition: changes of keys stored from its first partitions now arrive
+    # in a new one, beside a key never seen before
+    source = sorted((landing / "topics" / TOPIC / "partition=0").glob("*.json"))[0]
+    lines = [json.loads(line) for line in source.read_bytes().splitlines() if line.strip() not in (b"", b"null")]
+    changes = [line for line in lines if line.get("__op") != "t" and line.get("salesid") is not None][:5]
+    assert changes, f"no row change in {source.name}"
+    fresh = {**changes[0], "salesid": 10**9}
+    moved = {line["salesid"] for line in changes} & stored
+    assert moved and fresh["salesid"] not in stored
+    new = 1 + max(int(folder.name.partition("=")[2]) for folder in (landing / "topics" / TOPIC).iterdir())
+    _land(b"".join(json.dumps(line).encode() + b"\n" for line in [*changes, fresh]), landing, partition=new, offset=0)
+    with caplog.at_level("WARNING", logger="lakehouse.ingest"):
+        second = ingest(spark, tmp_path, "bronze_moved")
+    reported = [r.moved_keys for r in second.summary.reports if r.moved_keys]
+    assert reported == [{"sale": {f"{TOPIC}[{new}]": len(moved)}}]
+    warnings = [r.getMessage() for r in caplog.records if "now arrive in" in r.getMessage()]
+    assert len(warnings) == 1 and f"{TOPIC}[{new}] ({len(moved)} keys)" in warnings[0], warnings
+    assert "assert_one_kafka_partition_per_key" in warnings[0]
+    # bronze still takes the partition's events: the new key is stored, from the new partition
+    rows = [r for r in hudi_rows(lake / "bronze" / "sale") if r["salesid"] == fresh["salesid"]]
+    assert [(r["_cdc_topic"], r["_cdc_kafka_partition"]) for r in rows] == [(TOPIC, new)]
