@@ -7,7 +7,7 @@ through the Thrift server sees it. Everything runs here: the project's broker, i
 server, the real sources (``lakehouse sources``), in a temporary ``LAKEHOUSE_HOME``. Prints
 the median, p95 and max seconds per database, next to the goal (p95 <= 5 s).
 
-    .venv/bin/python benchmarks/bench_real_freshness.py [--samples 20]
+    .venv/bin/python benchmarks/bench_real_freshness.py [--samples 20] [--batch-log batches.jsonl]
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def _sample(conn, catalog: ThriftCatalog, consumer, probe: tuple[str, str, str, 
             marker = f"probe {100_000 + index}" if column == "venuename" else None
             if marker is None:  # MicroTimestamp: microseconds since the epoch
                 marker = str(int(dt.datetime(2030, 1, 1, tzinfo=dt.UTC).timestamp() * 10**6) + 100_000 + index)
-            reached = _kafka_time(consumer, topic, end, marker) if index else None
+            reached = _kafka_time(consumer, topic, end, marker)
             return visible, (reached - committed_wall if reached is not None else None)
         time.sleep(0.1)
     return None
@@ -104,7 +104,8 @@ def _sample(conn, catalog: ThriftCatalog, consumer, probe: tuple[str, str, str, 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=20, help="changes per database (default 20)")
+    parser.add_argument("--samples", type=int, default=20,
+                        help="changes per database (default 20; the second database gets one more)")
     parser.add_argument("--batch-log", type=Path, default=None,
                         help="write the ingestion's micro-batch reports (JSON lines) to this file")
     args = parser.parse_args(argv)
@@ -136,28 +137,29 @@ def main(argv: list[str] | None = None) -> int:
                              "enable.auto.commit": False})
         with real_sources.connections(sources) as conns:
             keys = {probe: _keys(conns[probe[0]], probe) for probe in PROBES}
-            # The databases take turns, so the warm-up batches after the start (the first
-            # change of each is the backfill and is not counted) fall on both alike.
+            # The databases take turns, so the warm-up batches after the start fall on both
+            # alike. Only the very first change is not counted (it waits for the backfill); the
+            # next one meets the first one-row batch of the JVM (6-7 s) and is counted.
             for index in range(args.samples + 1):
                 for probe in PROBES:
                     system, table = probe[0], probe[1]
                     sample = _sample(conns[system], catalog, consumer, probe, rng.choice(keys[probe]), index)
                     if sample is None:
                         print(f"{system}.{table}: change {index} not visible within the deadline")
-                    elif index:
+                    elif index or probe != PROBES[0]:
                         results.setdefault(f"{system}.{table}", []).append(sample[0])
                         if sample[1] is not None:
                             to_kafka.setdefault(f"{system}.{table}", []).append(sample[1])
                     time.sleep(rng.uniform(0.0, 1.0))  # spread the changes over the trigger interval
         catalog.close()
         consumer.close()
-        print(f"freshness: database commit -> visible in bronze.<table> through the Thrift server "
-              f"(Debezium, Kafka Connect, Kafka, ingest --trigger 1), {args.samples} samples each")
+        print("freshness: database commit -> visible in bronze.<table> through the Thrift server "
+              "(Debezium, Kafka Connect, Kafka, ingest --trigger 1); the databases take turns")
         for name, values in results.items():
             if values:
                 p95 = percentile(values, 0.95)
                 verdict = "met" if p95 <= GOAL_P95 else "NOT met"
-                print(f"  {name:<14} median {percentile(values, 0.5):5.2f} s  p95 {p95:5.2f} s  "
+                print(f"  {name:<14} {len(values)} samples, median {percentile(values, 0.5):5.2f} s  p95 {p95:5.2f} s  "
                       f"max {max(values):5.2f} s  (goal p95 <= {GOAL_P95:.0f} s: {verdict})")
                 kafka_share = to_kafka.get(name, [])
                 if kafka_share:
