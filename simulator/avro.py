@@ -50,7 +50,7 @@ from typing import Any
 import fastavro
 
 from ingestion.cdc.contracts import TableContract
-from ingestion.cdc.position import POSITION_FIELDS
+from ingestion.cdc.position import POSITION_SOURCE_FIELDS
 from ingestion.cdc.values import CONNECT_DECIMAL
 from simulator.encode import ENVELOPE, FLATTENED, SERVER_PREFIX, WRAPPED, RowEncoder
 
@@ -68,9 +68,10 @@ _CONNECT_LOGICAL = {
 POSITION_TYPES = {
     "lsn": "int64", "txId": "int64", "xmin": "int64", "file": "string", "pos": "int64", "row": "int32",
     "server_id": "int64", "gtid": "string", "thread": "int64", "change_lsn": "string", "commit_lsn": "string",
-    "event_serial_no": "int64",
+    "event_serial_no": "int64", "sequence": "string",
 }  # fmt: skip
-SOURCE_EXTRA = {"postgres": ("txId", "lsn", "xmin"), "mysql": ("server_id", "gtid", "file", "pos", "row", "thread"),
+SOURCE_EXTRA = {"postgres": ("txId", "lsn", "xmin", "sequence"),
+                "mysql": ("server_id", "gtid", "file", "pos", "row", "thread"),
                 "sqlserver": ("change_lsn", "commit_lsn", "event_serial_no")}  # fmt: skip
 _SNAPSHOT_VALUES = "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
 
@@ -258,7 +259,7 @@ class AvroRowEncoder:
         if self.contract.schema:
             names.append(("__schema", "string"))
         names += [("__table", "string"), ("__source_ts_ms", "int64")]
-        names += [("__" + f, POSITION_TYPES[f]) for f in POSITION_FIELDS[self.connector]]
+        names += [("__" + f, POSITION_TYPES[f]) for f in POSITION_SOURCE_FIELDS[self.connector]]
         if self.connector == "mysql":
             names.append(("__gtid", "string"))
         return names
@@ -332,7 +333,7 @@ class AvroRowEncoder:
                 meta["__schema"] = source.get("schema")
             meta["__table"] = source["table"]
             meta["__source_ts_ms"] = source["ts_ms"]
-            for name in POSITION_FIELDS[self.connector]:
+            for name in POSITION_SOURCE_FIELDS[self.connector]:
                 meta["__" + name] = source.get(name)
             if self.connector == "mysql":
                 meta["__gtid"] = source.get("gtid")

@@ -4,6 +4,8 @@
   snapshot rows share the snapshot's lsn and txId. ``in_flight_change`` is a change of a
   transaction still open when the snapshot starts: lower lsn and txId than the snapshot's,
   streamed after it (Debezium's order is Kafka order, not LSN order).
+  ``incremental_snapshot_positions`` is a row read by an incremental snapshot (a signal):
+  no ``lsn``, ``txId`` or ``xmin``, only ``sequence`` ``["<last commit lsn>","<lsn>"]``.
 * MySQL: binlog ``file``/``pos``/``row``; the rows of one multi-row statement share
   ``pos`` and count ``row`` up; a file rolls over to the next index (new ``pos`` 4)
   past ``MAX_BINLOG_BYTES`` or on ``rollover()`` (FLUSH LOGS); ``gtid`` per transaction;
@@ -17,6 +19,7 @@ State is a plain dict (``state()`` / ``from_state``) so a second run continues t
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -77,9 +80,10 @@ class PostgresLog(SourceLog):
     connector_label = "postgresql"
     lsn: int
     tx_id: int
+    last_commit: int | None
 
     def initial_state(self) -> dict[str, Any]:
-        return {"lsn": 33_554_432, "tx_id": 600}
+        return {"lsn": 33_554_432, "tx_id": 600, "last_commit": None}
 
     def snapshot_positions(self) -> SourceFields:
         return {"txId": self.tx_id, "lsn": self.lsn, "xmin": None}
@@ -99,6 +103,13 @@ class PostgresLog(SourceLog):
         self.lsn += rng.randint(400, 4000)  # other sessions' commits
         return position
 
+    def incremental_snapshot_positions(self) -> SourceFields:
+        """The ``source`` position of a row an incremental snapshot reads (DBZ-4329): Debezium
+        emits a chunk when its window closes, with the stream's position as ``sequence`` (the
+        JSON text Jackson writes) and no ``lsn``, ``txId`` or ``xmin``."""
+        commit = None if self.last_commit is None else str(self.last_commit)
+        return {"sequence": json.dumps([commit, str(self.lsn)], separators=(",", ":"))}
+
     def transaction(self, rng: random.Random, statements: list[int]) -> tuple[str | None, list[SourceFields]]:
         self.tx_id += 1
         positions = []
@@ -107,6 +118,7 @@ class PostgresLog(SourceLog):
                 self.lsn += rng.randint(40, 400)
                 positions.append({"txId": self.tx_id, "lsn": self.lsn, "xmin": None})
         self.lsn += rng.randint(40, 120)  # the commit record
+        self.last_commit = self.lsn
         return str(self.tx_id), positions
 
 

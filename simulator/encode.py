@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any, overload
 
 from ingestion.cdc.contracts import TableContract
-from ingestion.cdc.position import POSITION_FIELDS
+from ingestion.cdc.position import POSITION_SOURCE_FIELDS
 from ingestion.cdc.values import decimal_precision_scale, encode_unscaled_bytes
 
 ENVELOPE = "envelope"
@@ -177,9 +177,10 @@ class RowEncoder:
         position_types = {
             "lsn": "int64", "txId": "int64", "xmin": "int64", "file": "string", "pos": "int64", "row": "int32",
             "server_id": "int64", "gtid": "string", "thread": "int64", "change_lsn": "string",
-            "commit_lsn": "string", "event_serial_no": "int64",
+            "commit_lsn": "string", "event_serial_no": "int64", "sequence": "string",
         }  # fmt: skip
-        extra = {"postgres": ("txId", "lsn", "xmin"), "mysql": ("server_id", "gtid", "file", "pos", "row", "thread"),
+        extra = {"postgres": ("txId", "lsn", "xmin", "sequence"),
+                 "mysql": ("server_id", "gtid", "file", "pos", "row", "thread"),
                  "sqlserver": ("change_lsn", "commit_lsn", "event_serial_no")}[self.connector]  # fmt: skip
         source_fields += [{"type": position_types[f], "optional": True, "field": f} for f in extra]
         return {
@@ -240,7 +241,7 @@ class RowEncoder:
             meta["__schema"] = source["schema"]
         meta["__table"] = source["table"]
         meta["__source_ts_ms"] = source["ts_ms"]
-        for name in POSITION_FIELDS[self.connector]:
+        for name in POSITION_SOURCE_FIELDS[self.connector]:  # add.fields=...,sequence for PostgreSQL
             meta["__" + name] = source.get(name)
         if self.connector == "mysql":
             meta["__gtid"] = source.get("gtid")

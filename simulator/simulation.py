@@ -107,6 +107,8 @@ class RunSummary:
     change_events: int = 0
     #: changes by a transaction open across the snapshot (smaller position, later offset than the snapshot row)
     in_flight_changes: int = 0
+    #: rows a PostgreSQL incremental snapshot (a signal) read again: ``snapshot: incremental``, no ``lsn``
+    incremental_snapshot_events: int = 0
     duplicates: int = 0
     tombstones: int = 0
     bad_lines: int = 0
@@ -582,6 +584,7 @@ class Simulation:
         restarts = {int(len(schedule) * (k + 1) / (restart_count + 1)) for k in range(restart_count)}
         rollover_at = len(schedule) // 2 if special else -1
         truncate_at = (len(schedule) * 2) // 3 if self.options.truncate and special else -1
+        incremental_at = len(schedule) // 3 if special else -1
         bad_count = self.options.inject_bad if special else 0
         bad_at = sorted(self.rng.randrange(max(1, len(schedule))) for _ in range(bad_count))
         remaining = dict(quotas)
@@ -592,6 +595,8 @@ class Simulation:
                 self._redeliver()
             if index == truncate_at:
                 self._truncate_and_reload("category")
+            if index == incremental_at:
+                self._incremental_snapshot("venue")
             while bad_at and bad_at[0] == index:
                 bad_at.pop(0)
                 self._inject_bad_line()
@@ -632,6 +637,27 @@ class Simulation:
         for row, position in zip(rows, positions[1:], strict=True):
             self.emit(table, "c", None, row, position, self.clock_ms)
         self.summary.change_events += len(rows) + 1
+
+    def _incremental_snapshot(self, table: str) -> None:
+        """A signal makes the PostgreSQL connector read ``table`` again while it streams (an
+        incremental snapshot): every current row once more as a read event positioned only by
+        ``sequence`` (``PostgresLog.incremental_snapshot_positions``). One row changed first
+        without an event (as when a table joins the capture late, the reason to run one): its
+        read event must win over its earlier changes, and changes streamed later over it. Its
+        own random stream picks that row."""
+        connector_log = self.logs[self.contracts[table].connector]
+        if not isinstance(connector_log, PostgresLog) or not self.db.rows[table]:
+            return
+        rng = random.Random(f"tickit-sim:{self.seed}:{self.run}:incremental-snapshot")
+        before = self.db.get(table, rng.choice(sorted(self.db.rows[table])))
+        after = self.generator.changed_row(table, rng, before)
+        if after is not None and after != before:
+            self.db.update(table, after)  # not captured: no event
+        self.clock_ms += 1000
+        positions = connector_log.incremental_snapshot_positions()
+        for key in sorted(self.db.rows[table]):
+            self.emit(table, "r", None, self.db.get(table, key), positions, self.clock_ms, "incremental")
+            self.summary.incremental_snapshot_events += 1
 
     def _inject_bad_line(self) -> None:
         kind = BAD_KINDS[self.summary.bad_lines % len(BAD_KINDS)]

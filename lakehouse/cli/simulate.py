@@ -91,7 +91,8 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     print(
         f"run {summary.run} -> {summary.landing}: {summary.snapshot_events} snapshot + "
-        f"{summary.change_events} change events, {summary.duplicates} re-delivered, "
+        f"{summary.change_events} change events + {summary.incremental_snapshot_events} read again by an "
+        f"incremental snapshot, {summary.duplicates} re-delivered, "
         f"{summary.tombstones} tombstones, {summary.bad_lines} bad lines; "
         f"{summary.files} {summary.file_format} files / {summary.lines} records; virtual time {summary.start_time} .. "
         f"{summary.end_time}; {summary.seconds}s"
