@@ -564,7 +564,8 @@ class Simulation:
 
         With ``special`` (batch runs) the run also gets its scripted cases: a MySQL binlog
         rollover half-way, connector restarts that re-deliver recent events, the optional
-        truncate-and-reload, the injected bad lines, and the tricky scenarios up front.
+        truncate-and-reload, the injected bad lines, the tricky scenarios up front, and (in
+        the first run of a landing) a PostgreSQL incremental snapshot a third of the way in.
         """
         if total < 2 * len(TABLES):
             weights = [max(1, self.db.count(t)) for t in TABLES]
@@ -584,7 +585,8 @@ class Simulation:
         restarts = {int(len(schedule) * (k + 1) / (restart_count + 1)) for k in range(restart_count)}
         rollover_at = len(schedule) // 2 if special else -1
         truncate_at = (len(schedule) * 2) // 3 if self.options.truncate and special else -1
-        incremental_at = len(schedule) // 3 if special else -1
+        # once per landing: a later run re-reading every venue again would only grow the data
+        incremental_at = len(schedule) // 3 if special and self.run == 1 else -1
         bad_count = self.options.inject_bad if special else 0
         bad_at = sorted(self.rng.randrange(max(1, len(schedule))) for _ in range(bad_count))
         remaining = dict(quotas)
