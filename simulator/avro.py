@@ -52,7 +52,7 @@ import fastavro
 from ingestion.cdc.contracts import TableContract
 from ingestion.cdc.position import POSITION_SOURCE_FIELDS
 from ingestion.cdc.values import CONNECT_DECIMAL
-from simulator.encode import ENVELOPE, FLATTENED, SERVER_PREFIX, WRAPPED, RowEncoder
+from simulator.encode import ENVELOPE, FLATTENED, POSITION_TYPES, SERVER_PREFIX, SOURCE_EXTRA, WRAPPED, RowEncoder
 
 _AVRO_PRIMITIVES = {
     "int8": "int", "int16": "int", "int32": "int", "int64": "long", "float32": "float", "float64": "double",
@@ -64,15 +64,6 @@ _CONNECT_LOGICAL = {
     "org.apache.kafka.connect.data.Time": "time-millis",
     "org.apache.kafka.connect.data.Timestamp": "timestamp-millis",
 }
-#: Connect types of the source position fields (as in ``simulator.encode``).
-POSITION_TYPES = {
-    "lsn": "int64", "txId": "int64", "xmin": "int64", "file": "string", "pos": "int64", "row": "int32",
-    "server_id": "int64", "gtid": "string", "thread": "int64", "change_lsn": "string", "commit_lsn": "string",
-    "event_serial_no": "int64", "sequence": "string",
-}  # fmt: skip
-SOURCE_EXTRA = {"postgres": ("txId", "lsn", "xmin", "sequence"),
-                "mysql": ("server_id", "gtid", "file", "pos", "row", "thread"),
-                "sqlserver": ("change_lsn", "commit_lsn", "event_serial_no")}  # fmt: skip
 _SNAPSHOT_VALUES = "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
 
 

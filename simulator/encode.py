@@ -39,6 +39,17 @@ def epoch_us(value: dt.datetime) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
+
+#: Connect types of the connectors' own ``source`` fields, and which fields each connector sends.
+POSITION_TYPES = {
+    "lsn": "int64", "txId": "int64", "xmin": "int64", "file": "string", "pos": "int64", "row": "int32",
+    "server_id": "int64", "gtid": "string", "thread": "int64", "change_lsn": "string", "commit_lsn": "string",
+    "event_serial_no": "int64", "sequence": "string",
+}  # fmt: skip
+SOURCE_EXTRA = {"postgres": ("txId", "lsn", "xmin", "sequence"),
+                "mysql": ("server_id", "gtid", "file", "pos", "row", "thread"),
+                "sqlserver": ("change_lsn", "commit_lsn", "event_serial_no")}  # fmt: skip
+
 class RowEncoder:
     """Encodes rows of one table the way its connector's Debezium connector does."""
 
@@ -174,15 +185,8 @@ class RowEncoder:
             {"type": "string", "optional": True, "field": "schema"},
             {"type": "string", "optional": False, "field": "table"},
         ]
-        position_types = {
-            "lsn": "int64", "txId": "int64", "xmin": "int64", "file": "string", "pos": "int64", "row": "int32",
-            "server_id": "int64", "gtid": "string", "thread": "int64", "change_lsn": "string",
-            "commit_lsn": "string", "event_serial_no": "int64", "sequence": "string",
-        }  # fmt: skip
-        extra = {"postgres": ("txId", "lsn", "xmin", "sequence"),
-                 "mysql": ("server_id", "gtid", "file", "pos", "row", "thread"),
-                 "sqlserver": ("change_lsn", "commit_lsn", "event_serial_no")}[self.connector]  # fmt: skip
-        source_fields += [{"type": position_types[f], "optional": True, "field": f} for f in extra]
+        source_fields += [{"type": POSITION_TYPES[f], "optional": True, "field": f}
+                          for f in SOURCE_EXTRA[self.connector]]
         return {
             "type": "struct",
             "fields": [

@@ -24,7 +24,7 @@ from functools import reduce
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ingestion.stream.late_copies import OFFSET, PARTITION, TOPIC, HighWater, Partition
+from ingestion.stream.late_copies import PARTITION, TOPIC, HighWater, Partition
 
 OP = "_cdc_op"
 TRUNCATE = "t"  # a truncate has no key: it belongs to no partition's key order
@@ -47,7 +47,6 @@ def moved_keys(rows: DataFrame, path: str, primary_key: Sequence[str], new: list
                                          for topic, partition in new])
     arriving = rows.where(in_new & (F.col(OP) != TRUNCATE)).select(*primary_key, TOPIC, PARTITION).distinct()
     stored = rows.sparkSession.read.format("hudi").load(path).where(F.col(OP) != TRUNCATE) \
-        .where(F.col(OFFSET).isNotNull()) \
         .select(*primary_key, F.col(TOPIC).alias("__topic"), F.col(PARTITION).alias("__partition")).distinct()
     found = arriving.join(stored, on=primary_key) \
         .where(~(F.col(TOPIC).eqNullSafe(F.col("__topic")) & F.col(PARTITION).eqNullSafe(F.col("__partition")))) \
