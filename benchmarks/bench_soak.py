@@ -15,10 +15,15 @@ per micro-batch, ``--batches`` times, and prints:
 Cleaning keeps 6 hours of file versions by default, longer than a soak runs, so the
 benchmark sets a retention window measured in commits through the user-visible
 ``LAKEHOUSE_HOODIE_OPTIONS`` (``--retain-commits``, archival at Hudi's 20-30 defaults
-above it), which is what it takes for cleaning and archival to show within the run.
+above it), which is what it takes for cleaning and archival to show within the run. For
+the same reason ``--small-file-limit-mb`` can lower ``hoodie.parquet.small.file.limit``
+(the project's is 8 MiB): an insert rewrites a partition's newest file until it reaches
+the limit, so a commit's latency rises with that file and must fall back when a new file
+starts; a soak's files only reach the limit within the run if the limit is small.
 
     .venv/bin/python benchmarks/bench_soak.py [--batches 500] [--changes 200] [--scale 0.02]
                                               [--retain-commits 10] [--sample-every 25]
+                                              [--small-file-limit-mb 1]
 """
 
 from __future__ import annotations
@@ -115,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--changes", type=int, default=200, help="change events landed per micro-batch")
     parser.add_argument("--scale", type=float, default=0.02, help="simulator scale of the initial snapshot")
     parser.add_argument("--retain-commits", type=int, default=10, help="hoodie.clean.commits.retained")
+    parser.add_argument("--small-file-limit-mb", type=float, default=None,
+                        help="hoodie.parquet.small.file.limit in MiB (default: the project's)")
     parser.add_argument("--sample-every", type=int, default=25, help="timeline/disk sample period in batches")
     parser.add_argument("--work", help="scratch directory (default: a temporary one)")
     args = parser.parse_args(argv)
@@ -129,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         "hoodie.clean.policy": "KEEP_LATEST_COMMITS",
         "hoodie.clean.commits.retained": str(args.retain_commits),
     }
+    if args.small_file_limit_mb is not None:
+        hoodie_options["hoodie.parquet.small.file.limit"] = str(int(args.small_file_limit_mb * 1024 * 1024))
     env = {**os.environ, "LAKEHOUSE_HOME": str(work / "home"), "LAKEHOUSE_LANDING": str(landing),
            "LAKEHOUSE_LAKE": str(lake), "LAKEHOUSE_HOODIE_OPTIONS": json.dumps(hoodie_options)}
     print(f"work {work}; retention: {hoodie_options}", flush=True)
