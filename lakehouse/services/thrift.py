@@ -283,7 +283,43 @@ def start(settings: Settings, ui: bool = False, timeout: float = 240.0) -> Serve
         )
     _pid_file(settings).write_text(f"{proc.pid}\n")
     _wait_until_answering(settings, proc.pid, timeout, proc)
+    if not settings.metastore_uri:
+        prime_embedded_metastore(host, port)
     return status(settings)
+
+
+#: One of each metastore write with key-value parameters (database, table, storage and serde,
+#: partition), run once, alone, before the server is handed out (``prime_embedded_metastore``).
+PRIMER_DATABASE = "lakehouse_metastore_primer"
+PRIMER_STATEMENTS = (
+    f"CREATE DATABASE IF NOT EXISTS {PRIMER_DATABASE} WITH DBPROPERTIES ('purpose' = 'primer')",
+    f"CREATE TABLE {PRIMER_DATABASE}.t (a INT, p INT) USING parquet PARTITIONED BY (p)"
+    " TBLPROPERTIES ('purpose' = 'primer')",
+    f"ALTER TABLE {PRIMER_DATABASE}.t ADD PARTITION (p = 1)",
+    f"DROP DATABASE {PRIMER_DATABASE} CASCADE",
+)
+
+
+def prime_embedded_metastore(host: str, port: int) -> None:
+    """Make the embedded metastore's first writes of each kind one at a time.
+
+    DataNucleus 4.1 (the wheel's) builds the SQL of a map field's store (a table's, a
+    storage descriptor's, a SerDe's, a partition's parameters) on first use without
+    checking again under its lock: two threads writing their first tables at once can
+    rebuild it under each other, and one fails with ``NullPointerException ... "ownerIdx"
+    is null`` in ``JoinMapStore.getValue`` (seen once in a CI run: Hudi's hive sync of two
+    dbt models created on four threads right after the server started). Once built, the
+    stores are read-only, so one write of each kind before any client connects removes
+    the race.
+    """
+    with connect(host, port) as conn:
+        cursor = conn.cursor()
+        try:
+            for statement in PRIMER_STATEMENTS:
+                cursor.execute(statement)
+        finally:
+            with contextlib.suppress(Exception):
+                cursor.close()
 
 
 def _wait_until_answering(

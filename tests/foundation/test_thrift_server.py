@@ -60,6 +60,18 @@ def test_start_is_idempotent(thrift_server):
     assert st.running and st.answering and st.pid == before
 
 
+def test_embedded_metastore_is_primed_before_use_and_left_clean(thrift_server):
+    """The primer's writes ran one after the other before start returned; nothing of them remains."""
+    log = thrift.log_file(thrift_server.settings).read_text(errors="replace")
+    submitted = [line for line in log.splitlines() if "SparkExecuteStatementOperation: Submitting query" in line]
+    primer = [i for i, line in enumerate(submitted) if thrift.PRIMER_DATABASE in line]
+    assert len(primer) == len(thrift.PRIMER_STATEMENTS), primer
+    assert primer == list(range(primer[0], primer[0] + len(primer)))  # one after the other
+    assert "DROP DATABASE" in submitted[primer[-1]]
+    assert thrift.PRIMER_DATABASE not in {r[0] for r in thrift_server.sql("SHOW DATABASES")}
+    assert not list(thrift_server.settings.home.rglob(f"{thrift.PRIMER_DATABASE}*"))
+
+
 def test_busy_port_is_refused_with_clear_message(thrift_server, tmp_path):
     other = settings_for(tmp_path / "other-home", thrift_server.port)
     with pytest.raises(thrift.ThriftError, match=rf"port 127.0.0.1:{thrift_server.port} is already in use"):
