@@ -20,8 +20,8 @@ Why these options (docs/architecture.md, "Bronze on Apache Hudi"):
 - the ``BLOOM`` index and an 8 MiB small-file limit: an insert's cost must not grow with
   the day's partition. Hudi's defaults (``SIMPLE``, which reads every stored key of the
   partitions a batch touches, and a 100 MiB limit, below which each insert rewrites the
-  partition's newest file) took ~12 s per 2,000-row commit into a 3M-row partition against
-  ~0.85 s with these (``benchmarks/bench_bronze_commits.py``, docs/performance.md);
+  partition's newest file) took 8.4 s per 2,000-row insert into a 3M-row partition against
+  1.3 s with these (mean of 20; ``benchmarks/bench_bronze_commits.py``, docs/performance.md);
 - no embedded timeline server: it would listen on every interface (see ``COMMON_OPTIONS``);
 - cleaning by hours (retention longer than any dbt run reading the table) and archival.
 
