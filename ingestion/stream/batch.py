@@ -378,7 +378,10 @@ class BatchProcessor:
     def _write(self, chunks: DataFrame, plan: BatchPlan, marker: StreamMarker, report: BatchReport) -> None:
         """One exactly-once commit per table that received rows (bronze tables and the dead letters)."""
         drift = plan.drift
-        tables = sorted(drift, key=lambda t: (t == DEAD_LETTER_TABLE, t))
+        # the biggest tables first: the small ones' writes then fill the cores beside them instead
+        # of the big ones starting last and running on alone (a first snapshot's sale, listing, user)
+        rows = {**report.events, DEAD_LETTER_TABLE: report.bad_events}
+        tables = sorted(drift, key=lambda t: (-rows.get(t, 0), t))
         with ThreadPoolExecutor(max_workers=WRITE_THREADS, thread_name_prefix="hudi-write") as pool:
             outcomes = list(pool.map(
                 lambda t: self._write_table(chunks, t, drift[t], marker, plan.offsets.get(t, {})), tables))

@@ -17,6 +17,8 @@ Why these options (docs/architecture.md, "Bronze on Apache Hudi"):
 - ``hoodie.write.table.version=6``: the tables stay readable by Athena and EMR's Hudi
   0.14/0.15 readers (and by hudi-rs);
 - the metadata table off: on this table size it doubled the cost of every commit;
+- zstd parquet: faster to write than Hudi's default gzip and no bigger (Athena, EMR's Hudi
+  and hudi-rs read it);
 - the ``BLOOM`` index and an 8 MiB small-file limit: an insert's cost must not grow with
   the day's partition. Hudi's defaults (``SIMPLE``, which reads every stored key of the
   partitions a batch touches, and a 100 MiB limit, below which each insert rewrites the
@@ -87,6 +89,8 @@ COMMON_OPTIONS: dict[str, str] = {
     # an insert packs its rows into a partition's files below this size, rewriting them:
     # ~0.13 s per MB a commit, so the limit bounds a continuous stream's commit latency
     "hoodie.parquet.small.file.limit": str(SMALL_FILE_LIMIT),
+    # zstd instead of Hudi's gzip: a 184K-row bulk_insert 1.05 s against 1.40 s, files 3% smaller
+    "hoodie.parquet.compression.codec": "zstd",
     # no embedded timeline server: Hudi starts one per write client (Javalin/Jetty) and it
     # binds every interface (no bind-address option), while the project listens on loopback
     # only; executors then read the file-system view themselves, and markers are plain files

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -19,7 +20,7 @@ from ingestion import files
 from ingestion.cdc.contracts import topic_map
 from ingestion.sources.kafka import KafkaSourceOptions, kafka_stream
 from ingestion.sources.landing import landing_stream, topics_root
-from ingestion.stream.batch import BatchProcessor, BatchReport
+from ingestion.stream.batch import WRITE_THREADS, BatchProcessor, BatchReport
 from ingestion.stream.bronze import arrow_schema, partition_field, table_columns, table_path, write_options
 from ingestion.stream.checkpoint import FILE_MANAGER_CONF, file_manager, prepare_checkpoint, query_dir
 from ingestion.stream.hudi_tables import create_empty
@@ -260,12 +261,23 @@ def _open_lake(spark, lake: str, metastore_uri: str | None = None, database: str
 
 def create_missing_tables(spark, lake: str, metastore_uri: str | None = None, database: str = "bronze") -> list[str]:
     """Create every bronze table (and the dead letters) that does not exist yet, empty and typed
-    (and registered in the shared metastore, when there is one)."""
-    created = []
-    for table, columns in table_columns().items():
-        if create_empty(spark, table_path(lake, table), utc_timestamps(arrow_schema(columns)),
-                        write_options(table, metastore_uri, database)):
-            created.append(table)
+    (and registered in the shared metastore, when there is one).
+
+    Each creation is an empty Hudi commit, a Spark job of fixed cost: after the first (which
+    may create the metastore database alone), the others run ``WRITE_THREADS`` at a time, as
+    a batch's writes do.
+    """
+    columns = table_columns()
+
+    def create(table: str) -> bool:
+        return create_empty(spark, table_path(lake, table), utc_timestamps(arrow_schema(columns[table])),
+                            write_options(table, metastore_uri, database))
+
+    names = list(columns)
+    done = [create(names[0])] if names else []
+    with ThreadPoolExecutor(max_workers=WRITE_THREADS, thread_name_prefix="hudi-create") as pool:
+        done += list(pool.map(create, names[1:]))
+    created = [table for table, was_created in zip(names, done, strict=True) if was_created]
     if created:
         log.info("created empty bronze tables: %s", ", ".join(created))
     return created
