@@ -73,7 +73,9 @@ class Instance:
         result = subprocess.run(command, cwd=PROJECT_DIR, env=self.env, capture_output=True, text=True)
         elapsed = time.perf_counter() - started
         if result.returncode != 0:
-            tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
+            lines = (result.stdout + result.stderr).splitlines()
+            errors = [line for line in lines if " ERROR " in line or "Error" in line][:40]
+            tail = "\n".join([*errors, "...", *lines[-30:]])
             raise SystemExit(f"{what} failed (exit {result.returncode}):\n{tail}")
         return elapsed
 
@@ -89,6 +91,10 @@ class Instance:
         """Seconds of each node of the last command (dbt's execution_time), by node name."""
         results = json.loads((self.home / "dbt-target" / "run_results.json").read_text())
         return {r["unique_id"].split(".")[-1]: float(r["execution_time"]) for r in results["results"]}
+
+    def node_results(self) -> list[dict]:
+        """The last command's node results as dbt wrote them (unique_id, execution_time, timing)."""
+        return json.loads((self.home / "dbt-target" / "run_results.json").read_text())["results"]
 
     def dbt(self, *args: str) -> float:
         return self.run([str(BIN / "dbt"), *args, "--project-dir", str(PROJECT_DIR),
@@ -130,7 +136,7 @@ def main() -> None:
         oracle = load_oracle(instance.settings.landing)
         live_rows = sum(len(oracle.live_rows(table)) for table in oracle.tables)
         console.print(f"simulate {simulate_s:.1f} s, ingest {ingest_s:.1f} s, live rows {live_rows}")
-        builds, build_work = [], []
+        builds, build_work, build_nodes = [], [], []
         build_runs = args.full_runs if args.build_runs is None else args.build_runs
         if build_runs == 0:
             initial = instance.dbt("build", "-s", *[f"+{s}" for s in selection], "--exclude-resource-type", "test")
@@ -138,6 +144,8 @@ def main() -> None:
         for run in range(build_runs):
             builds.append(instance.dbt("build", "--full-refresh"))
             build_work.append(instance.dbt_elapsed())
+            build_nodes.append(instance.node_results())
+            shutil.copy(home / "dbt-target" / "run_results.json", home / f"build-{run + 1}-run_results.json")
             console.print(f"dbt build --full-refresh #{run + 1}: {builds[-1]:.1f} s "
                           f"(dbt elapsed {build_work[-1]:.1f} s)")
 
@@ -179,11 +187,30 @@ def main() -> None:
         table.add_row("  same, dbt elapsed only (medians)",
                       f"{median(runs.incremental_work) / median(runs.full_work):.2f}", "")
         console.print(table)
+        if build_nodes:
+            console.print(build_breakdown(build_nodes[-1]))
         console.print(runs.node_table())
     finally:
         thrift.stop(instance.settings)
         if not args.keep:
             shutil.rmtree(home, ignore_errors=True)
+
+
+def build_breakdown(results: list[dict], top: int = 15) -> Table:
+    """Where the last full build's time went: seconds per resource type (models, tests, seeds,
+    snapshots; summed over dbt's threads, so above the elapsed time) and the slowest nodes."""
+    table = Table(title="last dbt build --full-refresh: seconds by node kind and slowest nodes "
+                        "(summed over threads)")
+    for column in ("nodes", "count", "seconds"):
+        table.add_column(column, justify="left" if column == "nodes" else "right")
+    kinds: dict[str, list[float]] = {}
+    for result in results:
+        kinds.setdefault(result["unique_id"].split(".")[0], []).append(float(result["execution_time"]))
+    for kind, seconds in sorted(kinds.items(), key=lambda item: -sum(item[1])):
+        table.add_row(f"all {kind}s", str(len(seconds)), f"{sum(seconds):.1f}")
+    for result in sorted(results, key=lambda r: -float(r["execution_time"]))[:top]:
+        table.add_row(result["unique_id"].split(".", 2)[-1], "", f"{float(result['execution_time']):.1f}")
+    return table
 
 
 @dataclasses.dataclass

@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         peak_memory.__exit__()
         summary["peak_pss_gb"] = round(peak_memory.peak / 2**30, 2)
         print(f"peak memory (PSS) of the process tree (this Python, the driver JVM, its Python workers): "
-              f"{peak_memory.peak / 2**30:.2f} GB (goal <= 4 GB)")
+              f"{peak_memory.peak / 2**30:.2f} GB (goal <= 4 GB): {peak_memory.describe_peak()}")
         print("summary " + json.dumps(summary, sort_keys=True), flush=True)
 
         settings = load_settings()

@@ -34,17 +34,39 @@ def pss(pid: int) -> int:
     return 0
 
 
-def tree_pss(root: int) -> int:
-    """Memory (PSS) of ``root`` and all its descendants right now, in bytes."""
-    total, stack, seen = 0, [root], set()
+def tree_pss_by_process(root: int) -> dict[int, int]:
+    """Memory (PSS) of ``root`` and each of its descendants right now, in bytes, by pid."""
+    found: dict[int, int] = {}
+    stack = [root]
     while stack:
         pid = stack.pop()
-        if pid in seen:
+        if pid in found:
             continue
-        seen.add(pid)
-        total += pss(pid)
+        found[pid] = pss(pid)
         stack += children(pid)
-    return total
+    return found
+
+
+def tree_pss(root: int) -> int:
+    """Memory (PSS) of ``root`` and all its descendants right now, in bytes."""
+    return sum(tree_pss_by_process(root).values())
+
+
+def process_kind(pid: int) -> str:
+    """A short name of what ``pid`` runs: ``java``, ``python <script or module>``, or its program."""
+    try:
+        argv = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+    except OSError:
+        return "gone"
+    if not argv:
+        return "?"
+    program = os.path.basename(argv[0])
+    if program == "java":
+        return "java"
+    if program.startswith("python"):
+        rest = [a for a in argv[1:] if not a.startswith("-")]
+        return f"python {os.path.basename(rest[0]) if rest else ''}".strip()
+    return program
 
 
 class PeakMemory:
@@ -59,17 +81,37 @@ class PeakMemory:
         self.interval = interval
         self.excluded = excluded
         self.peak = 0
+        #: at the peak: memory per kind of process (``process_kind``), in bytes
+        self.peak_by_kind: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def sample(self) -> int:
-        """The tree's memory now, without the excluded subtrees."""
-        return max(0, tree_pss(self.root) - sum(tree_pss(pid) for pid in self.excluded))
+    def sample(self) -> dict[int, int]:
+        """The tree's memory now by pid, without the excluded subtrees."""
+        left_out = {pid for root in self.excluded for pid in tree_pss_by_process(root)}
+        return {pid: size for pid, size in tree_pss_by_process(self.root).items() if pid not in left_out}
+
+    def _take(self) -> None:
+        """One sample; a new peak keeps its share per kind of process."""
+        by_pid = self.sample()
+        total = sum(by_pid.values())
+        if total > self.peak:
+            self.peak = total
+            kinds: dict[str, int] = {}
+            for pid, size in by_pid.items():
+                kind = process_kind(pid)
+                kinds[kind] = kinds.get(kind, 0) + size
+            self.peak_by_kind = kinds
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, self.sample())
+            self._take()
             self._stop.wait(self.interval)
+
+    def describe_peak(self) -> str:
+        """The peak's share per kind of process, largest first (``java 3.10 GB, python pyspark.daemon ...``)."""
+        return ", ".join(f"{kind} {size / 2**30:.2f} GB"
+                         for kind, size in sorted(self.peak_by_kind.items(), key=lambda item: -item[1]) if size)
 
     def __enter__(self) -> PeakMemory:
         self._thread.start()
@@ -78,4 +120,4 @@ class PeakMemory:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, self.sample())
+        self._take()
