@@ -15,7 +15,11 @@ from pathlib import Path
 def children(pid: int) -> list[int]:
     """Direct children of ``pid`` (every thread's children file)."""
     found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:  # the process ended
+        return found
+    for task in tasks:
         try:
             found += [int(c) for c in (task / "children").read_text().split()]
         except OSError:
@@ -34,16 +38,42 @@ def pss(pid: int) -> int:
     return 0
 
 
+def cmdline(pid: int) -> bytes | None:
+    """The raw command line of ``pid`` (None when it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+
+
+def spawning(pid: int, parent_cmdline: bytes | None) -> bool:
+    """Whether ``pid`` is a JVM's child not yet running its own program.
+
+    The JVM starts a process (Hadoop's shell commands, PySpark's daemon) with ``posix_spawn``,
+    whose child shares the JVM's memory until it executes the program: its ``smaps_rollup``
+    then reports the JVM's whole memory a second time. Such a child still shows the JVM's
+    command line (a JVM never forks without executing), and is counted as nothing.
+    """
+    if not parent_cmdline or os.path.basename(parent_cmdline.split(b"\0")[0]) != b"java":
+        return False
+    own = cmdline(pid)
+    return own is None or own == parent_cmdline
+
+
 def tree_pss_by_process(root: int) -> dict[int, int]:
     """Memory (PSS) of ``root`` and each of its descendants right now, in bytes, by pid."""
     found: dict[int, int] = {}
-    stack = [root]
+    stack: list[tuple[int, bytes | None]] = [(root, None)]
     while stack:
-        pid = stack.pop()
+        pid, parent_cmdline = stack.pop()
         if pid in found:
             continue
+        if spawning(pid, parent_cmdline):
+            found[pid] = 0
+            continue
         found[pid] = pss(pid)
-        stack += children(pid)
+        own = cmdline(pid)
+        stack += [(child, own) for child in children(pid)]
     return found
 
 
@@ -111,7 +141,8 @@ class PeakMemory:
     def describe_peak(self) -> str:
         """The peak's share per kind of process, largest first (``java 3.10 GB, python pyspark.daemon ...``)."""
         return ", ".join(f"{kind} {size / 2**30:.2f} GB"
-                         for kind, size in sorted(self.peak_by_kind.items(), key=lambda item: -item[1]) if size)
+                         for kind, size in sorted(self.peak_by_kind.items(), key=lambda item: -item[1])
+                         if size >= 2**24)
 
     def __enter__(self) -> PeakMemory:
         self._thread.start()
