@@ -22,6 +22,7 @@ the JVM.
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import tempfile
 import time
@@ -112,6 +113,7 @@ def main() -> None:
         print(f"{name}: mean {statistics.mean(seconds):.2f} s, p50 {statistics.median(seconds):.2f} s, "
               f"p95 {p95(seconds):.2f} s, max {max(seconds):.2f} s; file groups (MB) "
               f"{live_file_sizes(work / name)}", flush=True)
+    shutil.rmtree(work, ignore_errors=True)  # kept (and named above) when a run fails
     base = results["project"]
     print("\nratio to the project's options (mean, p95):")
     for name, seconds in results.items():

@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import datetime as dt
 import random
+import shutil
 import tempfile
 import threading
 import time
@@ -110,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="write the ingestion's micro-batch reports (JSON lines) to this file")
     args = parser.parse_args(argv)
     home = Path(tempfile.mkdtemp(prefix="bench-real-freshness-"))
+    print(f"lakehouse home {home} (removed when the run succeeds)", flush=True)
     settings = dataclasses.replace(load_settings(), home=home, lake=str(home / "lake"),
                                    landing=str(home / "landing"), thrift_port=free_port())
     broker = kafka.broker_config(settings, free_port())
@@ -178,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         kafka.stop(broker)
         if batch_log is not None:
             batch_log.close()
+    shutil.rmtree(home, ignore_errors=True)  # kept, with the services' logs, when the run fails
     return 0
 
 

@@ -34,6 +34,7 @@ import datetime as dt
 import json
 import os
 import queue
+import shutil
 import signal
 import statistics
 import subprocess
@@ -204,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     actual = hudi_counts(lake / "bronze")
     wrong = {t: (n, actual.get(t, 0)) for t, n in expected.items() if actual.get(t, 0) != n}
     print("bronze vs oracle (hudi-rs): " + ("every table equal" if not wrong else f"DIFFERENT {wrong}"))
+    if not args.work and not wrong:  # a temporary work directory, kept when the run fails
+        shutil.rmtree(work, ignore_errors=True)
     return 0 if not wrong else 1
 
 
