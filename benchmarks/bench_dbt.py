@@ -89,8 +89,7 @@ class Instance:
 
     def node_seconds(self) -> dict[str, float]:
         """Seconds of each node of the last command (dbt's execution_time), by node name."""
-        results = json.loads((self.home / "dbt-target" / "run_results.json").read_text())
-        return {r["unique_id"].split(".")[-1]: float(r["execution_time"]) for r in results["results"]}
+        return {r["unique_id"].split(".")[-1]: float(r["execution_time"]) for r in self.node_results()}
 
     def node_results(self) -> list[dict]:
         """The last command's node results as dbt wrote them (unique_id, execution_time, timing)."""

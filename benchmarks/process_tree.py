@@ -54,7 +54,7 @@ def spawning(pid: int, parent_cmdline: bytes | None) -> bool:
     then reports the JVM's whole memory a second time. Such a child still shows the JVM's
     command line (a JVM never forks without executing), and is counted as nothing.
     """
-    if not parent_cmdline or os.path.basename(parent_cmdline.split(b"\0")[0]) != b"java":
+    if not parent_cmdline or program(parent_cmdline) != "java":
         return False
     own = cmdline(pid)
     return own is None or own == parent_cmdline
@@ -82,21 +82,21 @@ def tree_pss(root: int) -> int:
     return sum(tree_pss_by_process(root).values())
 
 
+def program(raw_cmdline: bytes) -> str:
+    """The program's file name in a raw command line (``java``, ``python3.11``, ...)."""
+    return os.path.basename(raw_cmdline.split(b"\0")[0].decode(errors="replace"))
+
+
 def process_kind(pid: int) -> str:
     """A short name of what ``pid`` runs: ``java``, ``python <script or module>``, or its program."""
-    try:
-        argv = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
-    except OSError:
+    raw = cmdline(pid)
+    if raw is None:
         return "gone"
-    if not argv:
-        return "?"
-    program = os.path.basename(argv[0])
-    if program == "java":
-        return "java"
-    if program.startswith("python"):
-        rest = [a for a in argv[1:] if not a.startswith("-")]
+    name = program(raw)
+    if name.startswith("python"):
+        rest = [a.decode(errors="replace") for a in raw.split(b"\0")[1:] if a and not a.startswith(b"-")]
         return f"python {os.path.basename(rest[0]) if rest else ''}".strip()
-    return program
+    return name or "?"
 
 
 class PeakMemory:

@@ -17,8 +17,8 @@ Why these options (docs/architecture.md, "Bronze on Apache Hudi"):
 - ``hoodie.write.table.version=6``: the tables stay readable by Athena and EMR's Hudi
   0.14/0.15 readers (and by hudi-rs);
 - the metadata table off: on this table size it doubled the cost of every commit;
-- zstd parquet: faster to write than Hudi's default gzip and no bigger (Athena, EMR's Hudi
-  and hudi-rs read it);
+- zstd parquet: faster to write than Hudi's default gzip and no bigger (hudi-rs reads it;
+  Athena and EMR's readers not tested here);
 - the ``BLOOM`` index and an 8 MiB small-file limit: an insert's cost must not grow with
   the day's partition. Hudi's defaults (``SIMPLE``, which reads every stored key of the
   partitions a batch touches, and a 100 MiB limit, below which each insert rewrites the
