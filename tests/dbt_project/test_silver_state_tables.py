@@ -15,7 +15,7 @@ def test_state_tables_are_hudi_tables_keyed_by_state_key(lakehouse: DbtLakehouse
     lakehouse.dbt.run("run", "-s", "+categories")
     ddl = lakehouse.sql("show create table silver.categories_cdc_state")[0][0]
     assert "USING hudi" in ddl
-    for option in ("'primaryKey' = 'state_key'", "'preCombineField' = 'cdc_order'", "'type' = 'mor'"):
+    for option in ("'primaryKey' = 'state_key'", "'preCombineField' = 'cdc_order'", "'type' = 'cow'"):
         assert option in ddl, (option, ddl)
     location = next(row[1] for row in lakehouse.sql("describe table extended silver.categories_cdc_state")
                     if row[0] == "Location")
