@@ -55,7 +55,7 @@ from ingestion.stream.commit import (
     write_once,
 )
 from ingestion.stream.fast_parse import parser_mode
-from ingestion.stream.hudi_tables import TimelineState
+from ingestion.stream.hudi_tables import TimelineState, create_empty
 from ingestion.stream.kafka_parse import Chunker
 from ingestion.stream.late_copies import (
     LATE_ROWS_OPTIONS,
@@ -109,6 +109,8 @@ class BatchReport:
     dead_letters_by_reason: dict[str, int] = field(default_factory=dict)
     tombstones: int = 0
     commits: dict[str, str] = field(default_factory=dict)
+    #: tables this batch created empty (a new lake's tables it had no rows for)
+    created: list[str] = field(default_factory=list)
     skipped_replays: list[str] = field(default_factory=list)
     drift: dict[str, list[str]] = field(default_factory=dict)
     #: the schema version each table reached when this batch changed its schema (bronze.schema_change)
@@ -137,6 +139,16 @@ class BatchPlan:
 
 #: Tables written at once (each Hudi write is a Spark job; more threads only queue on 2 cores).
 WRITE_THREADS = 3
+
+
+def create_empty_table(spark, lake: str, table: str, metastore_uri: str | None = None,
+                       database: str = "bronze") -> bool:
+    """Create bronze table ``table`` empty and typed (and registered in the shared metastore, when
+    there is one) unless it exists: one empty Hudi commit. False: it existed."""
+    return create_empty(spark, table_path(lake, table), utc_timestamps(arrow_schema(table_columns()[table])),
+                        write_options(table, metastore_uri, database))
+
+
 #: Columns ordering the deliveries of one record key within a batch (the first one is kept).
 _DELIVERY_ORDER = {
     "bronze": ["_cdc_kafka_partition", "_cdc_kafka_offset", "_cdc_landing_file"],
@@ -237,6 +249,20 @@ class BatchProcessor:
         #: per bronze table, the highest Kafka offset committed per (topic, partition)
         self.high_water: dict[str, HighWater] = {}
         self.reports: list[BatchReport] = []
+        #: tables that do not exist yet and that the next batch creates empty when it has no row
+        #: for them, beside its writes (``defer_creation``); a table with rows is created by its write
+        self.uncreated: list[str] = []
+
+    def defer_creation(self, tables: list[str]) -> None:
+        """Let the next batch create ``tables`` (missing from the lake), so that a new lake's first
+        batch does not wait for empty commits of the tables it writes anyway."""
+        self.uncreated = list(tables)
+
+    def create_uncreated(self, spark) -> list[str]:
+        """Create the deferred tables still missing (after a run whose batches never wrote them)."""
+        tables, self.uncreated = self.uncreated, []
+        return [table for table in tables
+                if create_empty_table(spark, self.lake, table, self.metastore_uri, self.database)]
 
     def _options(self, table: str) -> dict[str, str]:
         return write_options(table, self.metastore_uri, self.database)
@@ -382,9 +408,16 @@ class BatchProcessor:
         # of the big ones starting last and running on alone (a first snapshot's sale, listing, user)
         rows = {**report.events, DEAD_LETTER_TABLE: report.bad_events}
         tables = sorted(drift, key=lambda t: (-rows.get(t, 0), t))
+        # a new lake's tables without rows in this batch are created empty after the writes start
+        empty, self.uncreated = [t for t in self.uncreated if t not in drift], []
+        spark = chunks.sparkSession
         with ThreadPoolExecutor(max_workers=WRITE_THREADS, thread_name_prefix="hudi-write") as pool:
-            outcomes = list(pool.map(
-                lambda t: self._write_table(chunks, t, drift[t], marker, plan.offsets.get(t, {})), tables))
+            writes = [pool.submit(self._write_table, chunks, t, drift[t], marker, plan.offsets.get(t, {}))
+                      for t in tables]
+            creations = [pool.submit(create_empty_table, spark, self.lake, t, self.metastore_uri, self.database)
+                         for t in empty]
+            outcomes = [write.result() for write in writes]
+            report.created = [table for table, creation in zip(empty, creations, strict=True) if creation.result()]
         for table, outcome in zip(tables, outcomes, strict=True):
             if drift[table]:
                 report.drift[table] = [f"{name} {kind}" for name, kind in drift[table].items()]

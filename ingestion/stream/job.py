@@ -20,12 +20,11 @@ from ingestion import files
 from ingestion.cdc.contracts import topic_map
 from ingestion.sources.kafka import KafkaSourceOptions, kafka_stream
 from ingestion.sources.landing import landing_stream, topics_root
-from ingestion.stream.batch import WRITE_THREADS, BatchProcessor, BatchReport
-from ingestion.stream.bronze import arrow_schema, partition_field, table_columns, table_path, write_options
+from ingestion.stream.batch import WRITE_THREADS, BatchProcessor, BatchReport, create_empty_table
+from ingestion.stream.bronze import partition_field, table_columns, table_path
 from ingestion.stream.checkpoint import FILE_MANAGER_CONF, file_manager, prepare_checkpoint, query_dir
-from ingestion.stream.hudi_tables import create_empty
+from ingestion.stream.hudi_tables import table_exists
 from ingestion.stream.kafka_parse import kafka_chunker
-from ingestion.stream.parse import utc_timestamps
 from ingestion.stream.sync_state import CatalogSyncer
 
 log = logging.getLogger("lakehouse.ingest")
@@ -151,7 +150,7 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
 
         spark = local_spark_session("lakehouse-ingest")
     metastore_uri = options.metastore_uri if options.sync else None
-    _open_lake(spark, options.lake, metastore_uri, options.database)
+    missing = _open_lake(spark, options.lake, metastore_uri, options.database, create=not options.once)
     syncer = None
     if options.sync and metastore_uri is None:
         syncer = CatalogSyncer(options.lake, options.thrift_host, options.thrift_port, database=options.database)
@@ -170,6 +169,11 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
                                    log_stream=log_stream, on_report=on_report)
         source = landing_stream(spark, options.landing, max_files_per_trigger=options.max_files_per_trigger,
                                 max_bytes_per_trigger=options.max_bytes_per_trigger)
+    # --once: a new lake's first batch creates the tables it has no rows for beside its writes (the
+    # others are created by their writes); a continuous stream creates them all before it starts
+    processor.defer_creation(missing)
+    if syncer is not None:
+        syncer.hold(missing)
     writer = source.writeStream.foreachBatch(processor).option("checkpointLocation", query_dir(checkpoint))
     _use_file_manager(spark, checkpoint)
     if options.once:
@@ -191,6 +195,10 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
             log.warning("the Kafka broker at %s stopped answering: restarting the query from its checkpoint "
                         "(%d of %d)", options.kafka_bootstrap, restarts, options.kafka_restarts)
             time.sleep(options.kafka_restart_seconds * restarts)
+        if query.exception() is None and processor.uncreated:
+            created = _create_tables(spark, options.lake, metastore_uri, processor.create_uncreated)
+            if syncer is not None:
+                syncer.queue(created)
     except KeyboardInterrupt:
         log.info("stopping the stream (interrupted)")
     finally:
@@ -235,20 +243,34 @@ def _retry_kafka(message: str, options: IngestOptions, restarts: int) -> bool:
             and not any(marker in message for marker in _DATA_LOSS))
 
 
-def _open_lake(spark, lake: str, metastore_uri: str | None = None, database: str = "bronze") -> None:
-    """Create the missing bronze tables and, with a shared metastore, register the others there;
-    a lake or a metastore that cannot be reached is one clear IngestError."""
-    from py4j.protocol import Py4JJavaError
+def _open_lake(spark, lake: str, metastore_uri: str | None = None, database: str = "bronze", *,
+               create: bool = True) -> list[str]:
+    """Find the bronze tables the lake lacks and create them (``create``) or return them (to be
+    created by the first batch); with a shared metastore, register the others there. A lake or a
+    metastore that cannot be reached is one clear IngestError."""
 
-    try:
-        created = create_missing_tables(spark, lake, metastore_uri, database)
+    def open_tables(spark) -> list[str]:
+        missing = [table for table in table_columns() if not table_exists(spark, table_path(lake, table))]
+        if create:
+            create_missing_tables(spark, lake, metastore_uri, database, missing)
         if metastore_uri:
             from ingestion.catalog.hive_sync import sync_table
 
             for table in table_columns():
-                if table not in created:
+                if table not in missing:
                     sync_table(spark, table_path(lake, table), table, metastore_uri, database,
                                partition_field=partition_field(table))
+        return [] if create else missing
+
+    return _create_tables(spark, lake, metastore_uri, open_tables)
+
+
+def _create_tables(spark, lake: str, metastore_uri: str | None, action: Callable[[object], list[str]]) -> list[str]:
+    """``action(spark)``, a Java failure of the lake or the metastore turned into one clear IngestError."""
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        return action(spark)
     except Py4JJavaError as exc:
         cause = str(exc.java_exception).splitlines()[0]
         if metastore_uri and any(marker in cause for marker in _META_SYNC_FAILED):
@@ -259,21 +281,20 @@ def _open_lake(spark, lake: str, metastore_uri: str | None = None, database: str
                           "AWS_ENDPOINT_URL") from None
 
 
-def create_missing_tables(spark, lake: str, metastore_uri: str | None = None, database: str = "bronze") -> list[str]:
-    """Create every bronze table (and the dead letters) that does not exist yet, empty and typed
-    (and registered in the shared metastore, when there is one).
+def create_missing_tables(spark, lake: str, metastore_uri: str | None = None, database: str = "bronze",
+                          tables: list[str] | None = None) -> list[str]:
+    """Create every bronze table (and the dead letters) that does not exist yet (of ``tables``,
+    default all), empty and typed (and registered in the shared metastore, when there is one).
 
     Each creation is an empty Hudi commit, a Spark job of fixed cost: after the first (which
     may create the metastore database alone), the others run ``WRITE_THREADS`` at a time, as
     a batch's writes do.
     """
-    columns = table_columns()
+    names = list(table_columns()) if tables is None else list(tables)
 
     def create(table: str) -> bool:
-        return create_empty(spark, table_path(lake, table), utc_timestamps(arrow_schema(columns[table])),
-                            write_options(table, metastore_uri, database))
+        return create_empty_table(spark, lake, table, metastore_uri, database)
 
-    names = list(columns)
     done = [create(names[0])] if names else []
     with ThreadPoolExecutor(max_workers=WRITE_THREADS, thread_name_prefix="hudi-create") as pool:
         done += list(pool.map(create, names[1:]))

@@ -50,11 +50,27 @@ class CatalogSyncer:
         self._thread = threading.Thread(target=self._loop, name="catalog-sync", daemon=True)
         self._thread.start()
 
+    def hold(self, tables: list[str]) -> None:
+        """Leave ``tables`` (not in the lake yet) out until a batch writes or creates them: the server
+        finds no schema in a table whose first commit is still being written."""
+        with self._lock:
+            for table in tables:
+                self.pending.pop(table, None)
+
+    def queue(self, tables: list[str]) -> None:
+        """Sync ``tables`` (created outside a batch) on the next pass."""
+        with self._lock:
+            for table in tables:
+                self.pending.setdefault(table, None)
+        self._wake.set()
+
     def notify(self, report: BatchReport) -> None:
         """Queue the batch's committed tables; report what was synced and any error since the last batch."""
         with self._lock:
             self._take_schema_changes(report)
             self.pending.update(report.commits)
+            for table in report.created:
+                self.pending.setdefault(table, None)
             report.synced = self.take_synced()
             report.sync_error = self.last_error
         self._wake.set()
