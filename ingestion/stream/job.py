@@ -196,7 +196,7 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
                         "(%d of %d)", options.kafka_bootstrap, restarts, options.kafka_restarts)
             time.sleep(options.kafka_restart_seconds * restarts)
         if query.exception() is None and processor.uncreated:
-            created = _create_tables(spark, options.lake, metastore_uri, processor.create_uncreated)
+            created = _with_lake_errors(spark, options.lake, metastore_uri, processor.create_uncreated)
             if syncer is not None:
                 syncer.queue(created)
     except KeyboardInterrupt:
@@ -262,10 +262,10 @@ def _open_lake(spark, lake: str, metastore_uri: str | None = None, database: str
                                partition_field=partition_field(table))
         return [] if create else missing
 
-    return _create_tables(spark, lake, metastore_uri, open_tables)
+    return _with_lake_errors(spark, lake, metastore_uri, open_tables)
 
 
-def _create_tables(spark, lake: str, metastore_uri: str | None, action: Callable[[object], list[str]]) -> list[str]:
+def _with_lake_errors(spark, lake: str, metastore_uri: str | None, action: Callable[[object], list[str]]) -> list[str]:
     """``action(spark)``, a Java failure of the lake or the metastore turned into one clear IngestError."""
     from py4j.protocol import Py4JJavaError
 
