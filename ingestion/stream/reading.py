@@ -7,19 +7,20 @@ answers in a second; everything the ingestion writes goes through Apache Hudi's 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from urllib.parse import urlparse
 
 import pyarrow as pa
 from hudi import HudiReadOptions, HudiTableBuilder
 
+from ingestion import files
+
 
 def is_table(path: str) -> bool:
-    """Whether a local ``path`` (or ``file:`` URI) holds a Hudi table."""
-    parsed = urlparse(path)
-    if parsed.scheme not in ("", "file"):
+    """Whether ``path`` (a local path, a ``file:``, ``s3://`` or ``s3a://`` URI) holds a Hudi table
+    (its ``.hoodie/hoodie.properties``); a location on another file system is assumed to."""
+    if files.is_remote(path) and not files.is_s3(path):
         return True
-    return (Path(parsed.path if parsed.scheme else path) / ".hoodie" / "hoodie.properties").is_file()
+    return files.exists(files.join(path, ".hoodie", "hoodie.properties"))
 
 
 def storage_options(path: str) -> dict[str, str]:
