@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from ingestion import files
 from ingestion.catalog.identifiers import quote_identifier, quote_location
 from ingestion.catalog.thrift_client import ThriftCatalog, ThriftUnavailable
 
@@ -40,11 +41,11 @@ def table_location(lake: str | Path, table: str) -> str:
 
 
 def has_hudi_table(location: str) -> bool:
-    """Whether a local ``location`` holds a Hudi table; other file systems are left to the server."""
-    parsed = urlparse(location)
-    if parsed.scheme not in ("", "file"):
+    """Whether ``location`` (a local path, a ``file:``, ``s3://`` or ``s3a://`` URI) holds a Hudi
+    table (its ``.hoodie/hoodie.properties``); a location on another file system is assumed to."""
+    if files.is_remote(location) and not files.is_s3(location):
         return True
-    return (Path(parsed.path if parsed.scheme else location) / ".hoodie" / "hoodie.properties").is_file()
+    return files.exists(files.join(location, ".hoodie", "hoodie.properties"))
 
 
 def _same_location(registered: str, wanted: str) -> bool:
@@ -98,11 +99,11 @@ class CatalogSync:
     def sync_table(self, table: str, instant: str | None = None) -> SyncResult:
         started = time.monotonic()
         location = table_location(self.lake, table)
+        if table in self._registered:  # before the look at the table: no request per pass on S3
+            return SyncResult(table, "unchanged", instant, time.monotonic() - started)
         if not has_hudi_table(location):
             return SyncResult(table, "missing", instant, message=f"no Hudi table at {location}")
         db, name = quote_identifier(self.database), quote_identifier(table)
-        if table in self._registered:
-            return SyncResult(table, "unchanged", instant, time.monotonic() - started)
         self.catalog.execute(f"CREATE DATABASE IF NOT EXISTS {db}")
         kind, registered = self.registration(table)
         stale = kind is not None and table in self._schema_changed

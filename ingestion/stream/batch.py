@@ -249,20 +249,9 @@ class BatchProcessor:
         #: per bronze table, the highest Kafka offset committed per (topic, partition)
         self.high_water: dict[str, HighWater] = {}
         self.reports: list[BatchReport] = []
-        #: tables that do not exist yet and that the next batch creates empty when it has no row
-        #: for them, beside its writes (``defer_creation``); a table with rows is created by its write
+        #: tables missing from a new lake that the next batch creates empty when it has no row for
+        #: them, beside its writes (a table with rows is created by its write); set by the job
         self.uncreated: list[str] = []
-
-    def defer_creation(self, tables: list[str]) -> None:
-        """Let the next batch create ``tables`` (missing from the lake), so that a new lake's first
-        batch does not wait for empty commits of the tables it writes anyway."""
-        self.uncreated = list(tables)
-
-    def create_uncreated(self, spark) -> list[str]:
-        """Create the deferred tables still missing (after a run whose batches never wrote them)."""
-        tables, self.uncreated = self.uncreated, []
-        return [table for table in tables
-                if create_empty_table(spark, self.lake, table, self.metastore_uri, self.database)]
 
     def _options(self, table: str) -> dict[str, str]:
         return write_options(table, self.metastore_uri, self.database)

@@ -171,7 +171,7 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
                                 max_bytes_per_trigger=options.max_bytes_per_trigger)
     # --once: a new lake's first batch creates the tables it has no rows for beside its writes (the
     # others are created by their writes); a continuous stream creates them all before it starts
-    processor.defer_creation(missing)
+    processor.uncreated = missing
     if syncer is not None:
         syncer.hold(missing)
     writer = source.writeStream.foreachBatch(processor).option("checkpointLocation", query_dir(checkpoint))
@@ -195,8 +195,9 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
             log.warning("the Kafka broker at %s stopped answering: restarting the query from its checkpoint "
                         "(%d of %d)", options.kafka_bootstrap, restarts, options.kafka_restarts)
             time.sleep(options.kafka_restart_seconds * restarts)
-        if query.exception() is None and processor.uncreated:
-            created = _with_lake_errors(spark, options.lake, metastore_uri, processor.create_uncreated)
+        if query.exception() is None and processor.uncreated:  # no batch wrote or created them
+            created = _with_lake_errors(spark, options.lake, metastore_uri, lambda session: create_missing_tables(
+                session, options.lake, metastore_uri, options.database, processor.uncreated))
             if syncer is not None:
                 syncer.queue(created)
     except KeyboardInterrupt:

@@ -12,15 +12,7 @@ from urllib.parse import urlparse
 import pyarrow as pa
 from hudi import HudiReadOptions, HudiTableBuilder
 
-from ingestion import files
-
-
-def is_table(path: str) -> bool:
-    """Whether ``path`` (a local path, a ``file:``, ``s3://`` or ``s3a://`` URI) holds a Hudi table
-    (its ``.hoodie/hoodie.properties``); a location on another file system is assumed to."""
-    if files.is_remote(path) and not files.is_s3(path):
-        return True
-    return files.exists(files.join(path, ".hoodie", "hoodie.properties"))
+from ingestion.catalog.sync import has_hudi_table
 
 
 def storage_options(path: str) -> dict[str, str]:
@@ -66,7 +58,7 @@ def read_latest(path: str, columns: list[str] | None = None) -> pa.Table | None:
 def latest_rows(path: str) -> list[dict]:
     """The latest snapshot's rows as dicts (``_hoodie_*`` meta columns included); none when the
     table does not exist yet or holds no row."""
-    if not is_table(path):
+    if not has_hudi_table(path):
         return []
     table = read_latest(path)
     return [] if table is None else table.to_pylist()
