@@ -78,6 +78,14 @@ def exists(location: str | Path) -> bool:
     return storage.exists(path)
 
 
+def holds_hudi_table(location: str | Path) -> bool:
+    """Whether ``location`` (a local path, a ``file:``, ``s3://`` or ``s3a://`` URI) holds a Hudi
+    table (its ``.hoodie/hoodie.properties``); a location on another file system is assumed to."""
+    if is_remote(location) and not is_s3(location):
+        return True
+    return exists(join(location, ".hoodie", "hoodie.properties"))
+
+
 def delete_tree(location: str | Path) -> int:
     """Remove ``location`` and everything under it; returns how many files went."""
     storage, path = _resolve(location)

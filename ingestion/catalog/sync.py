@@ -40,14 +40,6 @@ def table_location(lake: str | Path, table: str) -> str:
     return f"{str(lake).rstrip('/')}/bronze/{table}"
 
 
-def has_hudi_table(location: str) -> bool:
-    """Whether ``location`` (a local path, a ``file:``, ``s3://`` or ``s3a://`` URI) holds a Hudi
-    table (its ``.hoodie/hoodie.properties``); a location on another file system is assumed to."""
-    if files.is_remote(location) and not files.is_s3(location):
-        return True
-    return files.exists(files.join(location, ".hoodie", "hoodie.properties"))
-
-
 def _same_location(registered: str, wanted: str) -> bool:
     def normal(value: str) -> str:
         parsed = urlparse(value)
@@ -101,7 +93,7 @@ class CatalogSync:
         location = table_location(self.lake, table)
         if table in self._registered:  # before the look at the table: no request per pass on S3
             return SyncResult(table, "unchanged", instant, time.monotonic() - started)
-        if not has_hudi_table(location):
+        if not files.holds_hudi_table(location):
             return SyncResult(table, "missing", instant, message=f"no Hudi table at {location}")
         db, name = quote_identifier(self.database), quote_identifier(table)
         self.catalog.execute(f"CREATE DATABASE IF NOT EXISTS {db}")

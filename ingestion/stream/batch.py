@@ -19,6 +19,7 @@ import datetime as dt
 import functools
 import json
 import logging
+import math
 import sys
 import time
 from collections import Counter
@@ -441,7 +442,7 @@ class BatchProcessor:
         schema = arrow_schema(columns)
         decode = functools.partial(decode_chunks, table=table, schema=schema)
         selected = chunks.where(F.col("table_name") == table).select("table_name", "payload")
-        rows = selected.coalesce(max(1, -(-batch_rows // DECODE_TASK_ROWS))).mapInArrow(
+        rows = selected.coalesce(max(1, math.ceil(batch_rows / DECODE_TASK_ROWS))).mapInArrow(
             decode, from_arrow_schema(utc_timestamps(schema)))
         if table == DEAD_LETTER_TABLE:
             unique = first_delivery(rows, [DEAD_LETTER_KEY], _DELIVERY_ORDER[DEAD_LETTER_TABLE])

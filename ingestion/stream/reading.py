@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 import pyarrow as pa
 from hudi import HudiReadOptions, HudiTableBuilder
 
-from ingestion.catalog.sync import has_hudi_table
+from ingestion import files
 
 
 def storage_options(path: str) -> dict[str, str]:
@@ -58,7 +58,7 @@ def read_latest(path: str, columns: list[str] | None = None) -> pa.Table | None:
 def latest_rows(path: str) -> list[dict]:
     """The latest snapshot's rows as dicts (``_hoodie_*`` meta columns included); none when the
     table does not exist yet or holds no row."""
-    if not has_hudi_table(path):
+    if not files.holds_hudi_table(path):
         return []
     table = read_latest(path)
     return [] if table is None else table.to_pylist()

@@ -8,7 +8,6 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from ingestion import files
-from ingestion.catalog.sync import has_hudi_table
 from ingestion.sources.kafka import topic_lag
 from ingestion.sources.landing import count_landed_files
 from ingestion.stream.bronze import DEAD_LETTER_TABLE, all_table_names, bronze_contracts, spark_type, table_path
@@ -92,7 +91,7 @@ def table_status(lake: str, table: str, registered: set[str] | None, now: dt.dat
     """``versions``: the schema versions of the lake's tables when the caller has read them (``schema_versions``)."""
     path = table_path(lake, table)
     known = None if registered is None else table in registered
-    if not has_hudi_table(path):
+    if not files.holds_hudi_table(path):
         return TableStatus(table, exists=False, registered=known)
     instants = completed_commits(path)
     status = TableStatus(table, exists=True, commits=len(instants), registered=known)
@@ -123,7 +122,7 @@ def lake_status(lake: str, landing: str, checkpoints_root: str, registered: set[
     versions = schema_versions(read_history(lake))
     tables = [table_status(lake, t, registered, now, versions) for t in all_table_names()]
     dead_path = table_path(lake, DEAD_LETTER_TABLE)
-    if has_hudi_table(dead_path):
+    if files.holds_hudi_table(dead_path):
         dead = read_latest(dead_path, ["table_name", "reason"])
         if dead is not None:
             by_table: dict[str, Counter] = {}
