@@ -100,6 +100,20 @@ def user_confs() -> dict[str, str]:
     return {str(key): str(value) for key, value in confs.items()}
 
 
+#: Settings holding JVM options, which the project sets too (log4j's configuration; the Thrift
+#: server's home marker that ``lakehouse thrift stop`` finds it by, Derby's home): a user's value
+#: is added after the project's instead of replacing it (a later JVM option wins over an earlier one).
+JAVA_OPTION_KEYS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
+
+
+def with_user_confs(confs: dict[str, str]) -> dict[str, str]:
+    """``confs`` with ``user_confs()`` applied last, JVM options (``JAVA_OPTION_KEYS``) joined."""
+    merged = dict(confs)
+    for key, value in user_confs().items():
+        merged[key] = f"{merged[key]} {value}" if key in JAVA_OPTION_KEYS and merged.get(key) else value
+    return merged
+
+
 def jar_confs() -> dict[str, str]:
     """The pinned jars (jvm/spark/pom.xml) on the driver's and executors' classpath.
 
@@ -156,7 +170,7 @@ def local_spark_session(
     if warehouse_dir is not None:
         confs["spark.sql.warehouse.dir"] = str(warehouse_dir)
     confs.update(extra_confs or {})
-    confs.update(user_confs())
+    confs = with_user_confs(confs)
     for key, value in confs.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ingestion.spark import HUDI_CONFS, jar_confs, s3a_confs, spark_home, spark_master, user_confs
+from ingestion.spark import HUDI_CONFS, jar_confs, s3a_confs, spark_home, spark_master, with_user_confs
 from lakehouse.config import Settings
 from lakehouse.services import registry
 
@@ -105,8 +105,8 @@ def metastore_confs(settings: Settings) -> dict[str, str]:
 
 
 def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
-    """Spark settings of the managed server."""
-    return {
+    """Spark settings of the managed server (``LAKEHOUSE_SPARK_CONF`` last, ``with_user_confs``)."""
+    return with_user_confs({
         "spark.master": spark_master(),
         "spark.app.name": f"lakehouse-thrift-{settings.thrift_port}",
         "spark.driver.memory": DRIVER_MEMORY,
@@ -143,8 +143,7 @@ def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
         # poll_interval (whole seconds), which cost ~1 s per statement; synchronous statements
         # are FINISHED at the first poll.
         "spark.sql.hive.thriftServer.async": "false",
-        **user_confs(),
-    }
+    })
 
 
 def _pid_file(settings: Settings) -> Path:

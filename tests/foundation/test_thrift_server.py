@@ -85,10 +85,30 @@ def test_stop_without_a_started_server_touches_nothing(thrift_server, tmp_path):
     assert thrift.status(thrift_server.settings).answering
 
 
-def test_second_instance_runs_side_by_side(thrift_server, tmp_path):
+def jvm_arguments(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not reaped by this process that spawned it, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_second_instance_runs_side_by_side(thrift_server, tmp_path, monkeypatch):
+    """A second home's server beside the first; started with a user's JVM option, which must not
+    replace the project's own (the home marker ``stop`` finds the server by, Derby's home)."""
+    user_option = "-Dlakehouse.test.user_option=kept"
+    monkeypatch.setenv("LAKEHOUSE_SPARK_CONF", f'{{"spark.driver.extraJavaOptions": "{user_option}"}}')
     second = settings_for(tmp_path / "second", free_port())
     try:
-        thrift.start(second, timeout=300)
+        status = thrift.start(second, timeout=300)
+        arguments = jvm_arguments(status.pid)
+        assert user_option in arguments
+        assert f"-Dlakehouse.home={second.home}" in arguments
+        assert f"-Dderby.system.home={second.home / 'logs'}" in arguments
         thrift.run_sql(second.thrift_host, second.thrift_port, "CREATE DATABASE IF NOT EXISTS only_in_second")
         names = {r[0] for r in thrift.run_sql(second.thrift_host, second.thrift_port, "SHOW DATABASES")}
         assert "only_in_second" in names
@@ -99,6 +119,7 @@ def test_second_instance_runs_side_by_side(thrift_server, tmp_path):
         message = thrift.stop(second)
     assert "stopped pid" in message
     assert not thrift.status(second).running
+    assert not alive(status.pid)
     assert thrift.status(thrift_server.settings).answering
 
 
