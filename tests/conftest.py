@@ -32,6 +32,15 @@ def settings_for(home: Path, port: int) -> Settings:
     )
 
 
+def process_running(pid: int) -> bool:
+    """Whether ``pid`` runs, read from /proc: a zombie (exited, not yet reaped by the test process
+    that spawned it) does not."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 @dataclass
 class ThriftServer:
     """A running managed Thrift server for tests."""

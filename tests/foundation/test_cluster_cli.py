@@ -5,18 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from lakehouse.services.ports import free_port
+from tests.conftest import process_running
 
 LAKEHOUSE = os.path.join(os.path.dirname(sys.executable), "lakehouse")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def test_cluster_starts_reports_and_stops_by_pid(tmp_path) -> None:
@@ -33,17 +26,17 @@ def test_cluster_starts_reports_and_stops_by_pid(tmp_path) -> None:
         assert started.returncode == 0, started.stderr[-2000:]
         assert f"spark://127.0.0.1:{port} (1 workers, 1 cores; UI http://127.0.0.1:{ui})" in started.stdout
         assert f"LAKEHOUSE_SPARK_MASTER=spark://127.0.0.1:{port}" in started.stdout
-        assert len(pids) == 2 and all(_alive(pid) for pid in pids)
+        assert len(pids) == 2 and all(process_running(pid) for pid in pids)
         assert run("start").returncode == 0  # idempotent: the same processes
         assert (tmp_path / "run" / "cluster.pids").read_text().count(",") == 1
         status = run("status")
         assert status.returncode == 0 and "1 workers" in status.stdout, status.stdout
         down = subprocess.run([LAKEHOUSE, "down"], env=env, capture_output=True, text=True, timeout=120)
         assert "spark cluster: stopped 2 processes" in down.stdout, down.stdout
-        assert not [pid for pid in pids if _alive(pid)]
+        assert not [pid for pid in pids if process_running(pid)]
         stopped = run("status")
         assert stopped.returncode == 1 and "not running" in stopped.stdout
     finally:
         for pid in pids:  # only the processes this test started
-            if _alive(pid):
+            if process_running(pid):
                 os.killpg(pid, 9)

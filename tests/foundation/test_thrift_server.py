@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lakehouse.services import thrift
-from tests.conftest import free_port, settings_for
+from tests.conftest import free_port, process_running, settings_for
 from tests.foundation.jvm_counters import PerfDataError, read_perf_counters
 
 LAKEHOUSE = str(Path(sys.executable).parent / "lakehouse")
@@ -89,14 +89,6 @@ def jvm_arguments(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
 
 
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, exited but not reaped by this process that spawned it, does not)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_second_instance_runs_side_by_side(thrift_server, tmp_path, monkeypatch):
     """A second home's server beside the first; started with a user's JVM option, which must not
     replace the project's own (the home marker ``stop`` finds the server by, Derby's home)."""
@@ -119,7 +111,7 @@ def test_second_instance_runs_side_by_side(thrift_server, tmp_path, monkeypatch)
         message = thrift.stop(second)
     assert "stopped pid" in message
     assert not thrift.status(second).running
-    assert not alive(status.pid)
+    assert not process_running(status.pid)
     assert thrift.status(thrift_server.settings).answering
 
 
