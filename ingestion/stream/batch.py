@@ -54,6 +54,7 @@ from ingestion.stream.commit import (
     already_committed,
     table_state,
     write_once,
+    write_operation,
 )
 from ingestion.stream.fast_parse import parser_mode
 from ingestion.stream.hudi_tables import TimelineState, create_empty
@@ -464,7 +465,12 @@ class BatchProcessor:
                 unique.unpersist()
         else:
             keys = [*self.contracts[table].primary_key, BRONZE_ORDERING_COLUMN]
-            unique = first_delivery(rows, keys, _DELIVERY_ORDER["bronze"]).persist(StorageLevel.MEMORY_AND_DISK)
+            unique = first_delivery(rows, keys, _DELIVERY_ORDER["bronze"])
+            if write_operation(options, state) != "bulk_insert":
+                # read by the offset checks, the insert's passes and the count: decoded once. A
+                # table's first write (a bulk_insert) reads its rows once, uncached: building the
+                # cache was ~1.5 s of a scale-1.0 snapshot's 7.5 s of writes (docs/performance.md)
+                unique = unique.persist(StorageLevel.MEMORY_AND_DISK)
             try:
                 outcome = self._write_bronze(unique, table, path, keys, options, marker, state, offsets)
             finally:
@@ -506,7 +512,8 @@ class BatchProcessor:
                         "higher-offset copies replaced", table, resolution.late_rows,
                         ", ".join(f"{t}[{p}] {low}..{high}" for (t, p), (low, high) in sorted(late.items())),
                         resolution.replaced)
-        outcome.rows = unique.count()
+        if outcome.rows is None:  # a bulk_insert counted its rows itself (``write_once``)
+            outcome.rows = unique.count()
         outcome.moved_keys = moved
         self.high_water[table] = raised
         return outcome

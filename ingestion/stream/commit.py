@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 
 from ingestion.stream.bronze import COMMIT_METADATA_PREFIX
-from ingestion.stream.hudi_tables import TimelineState, latest_commit, timeline_state
+from ingestion.stream.hudi_tables import TimelineState, latest_commit_inserts, timeline_state
 
 STREAM_METADATA_KEY = COMMIT_METADATA_PREFIX + "stream"
 #: Beside the marker: the highest Kafka offset committed per partition (``ingestion.stream.late_copies``).
@@ -75,6 +75,13 @@ def table_state(spark: SparkSession, path: str) -> TimelineState:
     return timeline_state(spark, path, STREAM_METADATA_KEY, OFFSETS_METADATA_KEY)
 
 
+def write_operation(options: dict[str, str], state: TimelineState) -> str:
+    """The write operation of a commit: the options' (``insert``), or ``bulk_insert`` into a table
+    that holds no record yet (``write_once``)."""
+    operation = options.get("hoodie.datasource.write.operation", "insert")
+    return "bulk_insert" if operation == "insert" and not state.has_records else operation
+
+
 def write_once(data: DataFrame, path: str, options: dict[str, str], marker: StreamMarker,
                table: str, state: TimelineState | None = None,
                metadata: dict[str, str] | None = None) -> CommitOutcome:
@@ -86,17 +93,21 @@ def write_once(data: DataFrame, path: str, options: dict[str, str], marker: Stre
     1.0: 14 s of Hudi writes instead of 19 s (docs/performance.md). ``state``: the table's
     timeline state when the caller has read it already (``table_state``). ``metadata``: more
     commit metadata (keys with the ``lakehouse.`` prefix) stored beside the marker.
+
+    A ``bulk_insert`` reads ``data`` once (Hudi's row writer), so a caller need not cache it: the
+    outcome's ``rows`` are then the records the commit inserted, from Hudi's write statistics.
     """
     spark = data.sparkSession
     if state is None:
         state = table_state(spark, path)
     if already_committed(state, marker):
         return CommitOutcome(table, None, skipped=True)
-    operation = options.get("hoodie.datasource.write.operation", "insert")
-    if operation == "insert" and not state.has_records:
-        operation = "bulk_insert"
+    operation = write_operation(options, state)
     data.write.format("hudi").options(**options).options(**(metadata or {})) \
         .option("hoodie.datasource.write.operation", operation) \
         .option(STREAM_METADATA_KEY, marker.to_json()).mode("append").save(path)
-    after = latest_commit(spark, path)
-    return CommitOutcome(table, after if after != state.latest_commit else None, skipped=False)
+    after, inserted = latest_commit_inserts(spark, path, count=operation == "bulk_insert")
+    outcome = CommitOutcome(table, after if after != state.latest_commit else None, skipped=False)
+    if operation == "bulk_insert" and outcome.instant is not None:
+        outcome.rows = inserted
+    return outcome

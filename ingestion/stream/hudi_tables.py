@@ -48,10 +48,20 @@ def table_exists(spark: SparkSession, path: str) -> bool:
 
 def latest_commit(spark: SparkSession, path: str) -> str | None:
     """The newest completed commit instant of the table at ``path`` (None: no table or no commit)."""
+    return latest_commit_inserts(spark, path, count=False)[0]
+
+
+def latest_commit_inserts(spark: SparkSession, path: str, count: bool = True) -> tuple[str | None, int]:
+    """The newest completed commit instant of the table at ``path`` and the records it inserted
+    (Hudi's write statistics; 0 when ``count`` is false, or no table or no commit)."""
     if not table_exists(spark, path):
-        return None
-    last = _meta_client(spark, path).getActiveTimeline().getCommitsTimeline().filterCompletedInstants().lastInstant()
-    return last.get().requestedTime() if last.isPresent() else None
+        return None, 0
+    timeline = _meta_client(spark, path).getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
+    last = timeline.lastInstant()
+    if not last.isPresent():
+        return None, 0
+    inserted = int(timeline.readCommitMetadata(last.get()).fetchTotalInsertRecordsWritten()) if count else 0
+    return last.get().requestedTime(), inserted
 
 
 @dataclass(frozen=True)
