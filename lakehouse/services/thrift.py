@@ -115,6 +115,10 @@ def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
         "spark.ui.enabled": "true" if ui else "false",
         "spark.ui.port": "4040",
         "spark.sql.warehouse.dir": settings.warehouse,
+        # Hive's session resources directory defaults to <system temp>/<session id>_resources,
+        # and the server's own session leaves it behind at every start: keep it in the home
+        "spark.hadoop.hive.downloaded.resources.dir":
+            str(settings.home / "hive" / "resources" / "${hive.session.id}_resources"),
         **metastore_confs(settings),
         # Apache Hudi: the bundle and the other pinned jars, Kryo, Hudi's SQL extension and catalog
         **HUDI_CONFS,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -91,10 +92,12 @@ def jvm_arguments(pid: int) -> list[str]:
 
 def test_second_instance_runs_side_by_side(thrift_server, tmp_path, monkeypatch):
     """A second home's server beside the first; started with a user's JVM option, which must not
-    replace the project's own (the home marker ``stop`` finds the server by, Derby's home)."""
+    replace the project's own (the home marker ``stop`` finds the server by, Derby's home). Hive's
+    session resources directory is kept in the home: nothing is left in the system temp directory."""
     user_option = "-Dlakehouse.test.user_option=kept"
     monkeypatch.setenv("LAKEHOUSE_SPARK_CONF", f'{{"spark.driver.extraJavaOptions": "{user_option}"}}')
     second = settings_for(tmp_path / "second", free_port())
+    temp_resources = set(Path(tempfile.gettempdir()).glob("*_resources"))
     try:
         status = thrift.start(second, timeout=300)
         arguments = jvm_arguments(status.pid)
@@ -107,12 +110,15 @@ def test_second_instance_runs_side_by_side(thrift_server, tmp_path, monkeypatch)
         first_names = {r[0] for r in thrift_server.sql("SHOW DATABASES")}
         assert "only_in_second" not in first_names
         assert (tmp_path / "second" / "metastore_db").is_dir()
+        # Hive's session resources directory is in the home, not left in the system temp directory
+        assert list((second.home / "hive" / "resources").glob("*_resources"))
     finally:
         message = thrift.stop(second)
     assert "stopped pid" in message
     assert not thrift.status(second).running
     assert not process_running(status.pid)
     assert thrift.status(thrift_server.settings).answering
+    assert set(Path(tempfile.gettempdir()).glob("*_resources")) <= temp_resources
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
