@@ -455,26 +455,23 @@ class BatchProcessor:
         selected = chunks.where(F.col("table_name") == table).select("table_name", "payload")
         rows = selected.coalesce(max(1, math.ceil(batch_rows / DECODE_TASK_ROWS))).mapInArrow(
             decode, from_arrow_schema(utc_timestamps(schema)))
-        if table == DEAD_LETTER_TABLE:
-            unique = first_delivery(rows, [DEAD_LETTER_KEY], _DELIVERY_ORDER[DEAD_LETTER_TABLE])
+        dead_letters = table == DEAD_LETTER_TABLE
+        keys = [DEAD_LETTER_KEY] if dead_letters else [*self.contracts[table].primary_key, BRONZE_ORDERING_COLUMN]
+        unique = first_delivery(rows, keys, _DELIVERY_ORDER[DEAD_LETTER_TABLE if dead_letters else "bronze"])
+        if write_operation(options, state) != "bulk_insert":
+            # read by the offset checks, the insert's passes and the count: decoded once. A
+            # table's first write (a bulk_insert) reads its rows once, uncached, and Hudi counts
+            # them: building the cache was ~1.5 s of a scale-1.0 snapshot's writes (docs/performance.md)
             unique = unique.persist(StorageLevel.MEMORY_AND_DISK)
-            try:
+        try:
+            if dead_letters:
                 outcome = write_once(unique, path, options, marker, table, state)
-                outcome.rows = unique.count() if not outcome.skipped else None
-            finally:
-                unique.unpersist()
-        else:
-            keys = [*self.contracts[table].primary_key, BRONZE_ORDERING_COLUMN]
-            unique = first_delivery(rows, keys, _DELIVERY_ORDER["bronze"])
-            if write_operation(options, state) != "bulk_insert":
-                # read by the offset checks, the insert's passes and the count: decoded once. A
-                # table's first write (a bulk_insert) reads its rows once, uncached: building the
-                # cache was ~1.5 s of a scale-1.0 snapshot's 7.5 s of writes (docs/performance.md)
-                unique = unique.persist(StorageLevel.MEMORY_AND_DISK)
-            try:
+                if not outcome.skipped and outcome.rows is None:
+                    outcome.rows = unique.count()
+            else:
                 outcome = self._write_bronze(unique, table, path, keys, options, marker, state, offsets)
-            finally:
-                unique.unpersist()
+        finally:
+            unique.unpersist()
         if self.bronze_columns is not None and table in self.bronze_columns:
             self.bronze_columns[table] = columns
         return outcome
