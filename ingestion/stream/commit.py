@@ -106,7 +106,7 @@ def write_once(data: DataFrame, path: str, options: dict[str, str], marker: Stre
     data.write.format("hudi").options(**options).options(**(metadata or {})) \
         .option("hoodie.datasource.write.operation", operation) \
         .option(STREAM_METADATA_KEY, marker.to_json()).mode("append").save(path)
-    after, inserted = latest_commit_inserts(spark, path, count=operation == "bulk_insert")
+    after, inserted = latest_commit_inserts(spark, path)
     outcome = CommitOutcome(table, after if after != state.latest_commit else None, skipped=False)
     if operation == "bulk_insert" and outcome.instant is not None:
         outcome.rows = inserted

@@ -48,20 +48,19 @@ def table_exists(spark: SparkSession, path: str) -> bool:
 
 def latest_commit(spark: SparkSession, path: str) -> str | None:
     """The newest completed commit instant of the table at ``path`` (None: no table or no commit)."""
-    return latest_commit_inserts(spark, path, count=False)[0]
+    return latest_commit_inserts(spark, path)[0]
 
 
-def latest_commit_inserts(spark: SparkSession, path: str, count: bool = True) -> tuple[str | None, int]:
+def latest_commit_inserts(spark: SparkSession, path: str) -> tuple[str | None, int]:
     """The newest completed commit instant of the table at ``path`` and the records it inserted
-    (Hudi's write statistics; 0 when ``count`` is false, or no table or no commit)."""
+    (Hudi's write statistics; None and 0: no table or no commit)."""
     if not table_exists(spark, path):
         return None, 0
     timeline = _meta_client(spark, path).getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
     last = timeline.lastInstant()
     if not last.isPresent():
         return None, 0
-    inserted = int(timeline.readCommitMetadata(last.get()).fetchTotalInsertRecordsWritten()) if count else 0
-    return last.get().requestedTime(), inserted
+    return last.get().requestedTime(), int(timeline.readCommitMetadata(last.get()).fetchTotalInsertRecordsWritten())
 
 
 @dataclass(frozen=True)
