@@ -3,9 +3,10 @@
 ``BatchProcessor`` is the ``foreachBatch`` function of the streaming query. Parsing runs
 in the Python workers (``ingestion.stream.parse``) and yields compact chunk rows, which
 Spark keeps for the batch (``persist``). The driver collects only their small ``detail``
-(counts, drift columns, dead-letter reasons), then each table that received rows is
-decoded from the chunks on the executors, deduplicated within the batch (the first
-delivery of a record key wins), and written with Apache Hudi's Spark datasource with an
+(counts, drift columns, dead-letter reasons) and their record keys' hashes, then each table
+that received rows is decoded from the chunks on the executors, deduplicated within the
+batch when its rows may repeat a record key (the first delivery wins;
+``ingestion.stream.repeated_keys``), and written with Apache Hudi's Spark datasource with an
 exactly-once marker (``ingestion.stream.commit``); the tables are written concurrently
 from a few driver threads, as each Hudi write is one Spark job of its own. The catalog
 is refreshed in the background (best effort: the stream keeps going when the Thrift
@@ -72,11 +73,13 @@ from ingestion.stream.parse import (
     EVENT,
     FILES,
     TOMBSTONE,
+    RowSelection,
     decode_chunks,
     parse_file_batches,
     utc_timestamps,
 )
 from ingestion.stream.partition_changes import describe, moved_keys, new_partitions
+from ingestion.stream.repeated_keys import RecordKeys
 from ingestion.stream.schema_history import (
     FirstSeen,
     SchemaChange,
@@ -100,6 +103,9 @@ class BatchReport:
     lines: int = 0
     events: dict[str, int] = field(default_factory=dict)
     duplicates_in_batch: int = 0
+    #: tables with rows that may repeat a record key in the batch: those rows went through the
+    #: in-batch deduplication (``ingestion.stream.repeated_keys``); the others were written as decoded
+    deduplicated: list[str] = field(default_factory=list)
     #: per table: rows at or below offsets already committed (a landed file read late), and how
     #: many stored higher-offset copies they replaced (``ingestion.stream.late_copies``)
     late_rows: dict[str, int] = field(default_factory=dict)
@@ -137,6 +143,7 @@ class BatchPlan:
     firsts: dict[str, dict[str, FirstSeen | None]]  # where each of those was first seen
     offsets: dict[str, dict[Partition, tuple[int, int]]]  # per table: (lowest, highest) offset per partition
     oldest: dt.datetime | None  # the oldest source time of the batch's events
+    keys: dict[str, RecordKeys]  # per table with rows (and the dead letters): its rows' key hashes
 
 
 #: Tables written at once (each Hudi write is a Spark job; more threads only queue on 2 cores).
@@ -311,7 +318,8 @@ class BatchProcessor:
         try:
             started = time.monotonic()
             with session_confs(files.sparkSession, worker_read_confs(files.sparkSession) if in_workers else {}):
-                summary = chunks.select("kind", "table_name", "rows", "oldest_source_ts", "detail").collect()
+                summary = chunks.select("kind", "table_name", "rows", "oldest_source_ts", "detail", "key_types",
+                                        "key_hashes").collect()
             report.parse_seconds = round(time.monotonic() - started, 3)
             plan = self._gather(summary, report)
             started = time.monotonic()
@@ -344,7 +352,8 @@ class BatchProcessor:
         offsets: dict[str, dict[Partition, tuple[int, int]]] = {}
         oldest: dt.datetime | None = None
         reasons: Counter[str] = Counter()
-        for kind, table, rows, source_ts, detail in summary:
+        keys: dict[str, RecordKeys] = {}
+        for kind, table, rows, source_ts, detail, types, hashes in summary:
             if kind == FILES:
                 for name, size in json.loads(detail).items():
                     file_bytes[name] = file_bytes.get(name, 0) + size
@@ -354,6 +363,7 @@ class BatchProcessor:
                 report.tombstones += rows
                 continue
             known = drift.setdefault(table, {})
+            keys.setdefault(table, RecordKeys()).add(types, hashes)
             if kind == EVENT:
                 seen = firsts.setdefault(table, {})
                 event_detail = json.loads(detail)
@@ -375,7 +385,7 @@ class BatchProcessor:
                 reasons.update(json.loads(detail))
         report.files, report.bytes = len(file_bytes), sum(file_bytes.values())
         report.dead_letters_by_reason = dict(sorted(reasons.items()))
-        return BatchPlan(drift, firsts, offsets, oldest)
+        return BatchPlan(drift, firsts, offsets, oldest, keys)
 
     def _record_schema_changes(self, spark, drift: dict[str, dict[str, str]],
                                firsts: dict[str, dict[str, FirstSeen | None]], marker: StreamMarker,
@@ -421,11 +431,12 @@ class BatchProcessor:
         spark = chunks.sparkSession
         with ThreadPoolExecutor(max_workers=WRITE_THREADS, thread_name_prefix="hudi-write") as pool:
             writes = [pool.submit(self._write_table, chunks, t, drift[t], marker, plan.offsets.get(t, {}),
-                                  rows.get(t, 0)) for t in tables]
+                                  rows.get(t, 0), plan.keys.get(t, RecordKeys()), report) for t in tables]
             creations = [pool.submit(create_empty_table, spark, self.lake, t, self.metastore_uri, self.database)
                          for t in empty]
             outcomes = [write.result() for write in writes]
             report.created = [table for table, creation in zip(empty, creations, strict=True) if creation.result()]
+        report.deduplicated.sort()
         for table, outcome in zip(tables, outcomes, strict=True):
             if drift[table]:
                 report.drift[table] = [f"{name} {kind}" for name, kind in drift[table].items()]
@@ -434,7 +445,8 @@ class BatchProcessor:
             outcome.rows for outcome in outcomes if outcome.rows is not None)
 
     def _write_table(self, chunks: DataFrame, table: str, changed: dict[str, str], marker: StreamMarker,
-                     offsets: dict[Partition, tuple[int, int]], batch_rows: int) -> CommitOutcome:
+                     offsets: dict[Partition, tuple[int, int]], batch_rows: int, record_keys: RecordKeys,
+                     report: BatchReport) -> CommitOutcome:
         """Write the batch's rows of ``table`` in the table's columns with what the batch adds or
         widens (``changed``). Columns added by earlier batches are written as nulls when this
         batch lacks them: Hudi reconciles a batch that only lacks columns, but not one that lacks
@@ -443,7 +455,9 @@ class BatchProcessor:
         the batch's own (``widening_options``), as Hudi's reconciliation keeps the table's narrower
         type when the batch adds no column, and fails converting the batch's values to it.
         ``batch_rows``: the table's rows in the batch before deduplication (from the chunk details);
-        they set the number of decoding tasks (``DECODE_TASK_ROWS``)."""
+        they set the number of decoding tasks (``DECODE_TASK_ROWS``). ``record_keys``: the hashes of
+        their record keys; only the rows that may repeat a key are deduplicated (``first_delivery``),
+        read from the chunks in a pass of their own."""
         path = table_path(self.lake, table)
         state = table_state(chunks.sparkSession, path)
         columns = _write_columns(self.columns[table], state, changed)
@@ -451,13 +465,26 @@ class BatchProcessor:
         if widens_table(state, columns):
             options = {**options, **WIDENING_OPTIONS}
         schema = arrow_schema(columns)
-        decode = functools.partial(decode_chunks, table=table, schema=schema)
-        selected = chunks.where(F.col("table_name") == table).select("table_name", "payload")
-        rows = selected.coalesce(max(1, math.ceil(batch_rows / DECODE_TASK_ROWS))).mapInArrow(
-            decode, from_arrow_schema(utc_timestamps(schema)))
+        selected = chunks.where(F.col("table_name") == table).select("table_name", "payload") \
+            .coalesce(max(1, math.ceil(batch_rows / DECODE_TASK_ROWS)))
+
+        def decoded(selection: RowSelection | None = None) -> DataFrame:
+            decode = functools.partial(decode_chunks, table=table, schema=schema, selection=selection)
+            return selected.mapInArrow(decode, from_arrow_schema(utc_timestamps(schema)))
+
         dead_letters = table == DEAD_LETTER_TABLE
         keys = [DEAD_LETTER_KEY] if dead_letters else [*self.contracts[table].primary_key, BRONZE_ORDERING_COLUMN]
-        unique = first_delivery(rows, keys, _DELIVERY_ORDER[DEAD_LETTER_TABLE if dead_letters else "bronze"])
+        order = _DELIVERY_ORDER[DEAD_LETTER_TABLE if dead_letters else "bronze"]
+        repeated = record_keys.repeated(schema, keys)
+        if repeated is None:  # the hashes cannot tell: every row may repeat a key
+            unique = first_delivery(decoded(), keys, order)
+        elif repeated.size:  # only the rows of keys hashed more than once are deduplicated
+            unique = decoded(RowSelection(tuple(keys), repeated, repeating=False)).unionByName(
+                first_delivery(decoded(RowSelection(tuple(keys), repeated, repeating=True)), keys, order))
+        else:
+            unique = decoded()
+        if repeated is None or repeated.size:
+            report.deduplicated.append(table)
         if write_operation(options, state) != "bulk_insert":
             # read by the offset checks, the insert's passes and the count: decoded once. A
             # table's first write (a bulk_insert) reads its rows once, uncached, and Hudi counts

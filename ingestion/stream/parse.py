@@ -14,8 +14,10 @@ compact: one row per (table, worker chunk) holding the rows as an Arrow IPC stre
 bytes read per landing file. Each row's ``detail`` (JSON) says what the driver needs to
 plan the writes without reading a payload: the bytes per landing file (``files``), the
 drift columns and the Kafka offset range per (topic, partition) (``event``: ``{"drift":
-[...], "offsets": [[topic, partition, min, max], ...]}``), the dead letters per reason (``dead``). The payloads stay in
-Spark: each table's rows are decoded from them by ``decode_chunks`` on the executors and
+[...], "offsets": [[topic, partition, min, max], ...]}``), the dead letters per reason
+(``dead``); ``key_hashes`` holds the hash of each row's record key, from which the driver
+knows whether a table's rows repeat a key (``ingestion.stream.repeated_keys``). The payloads
+stay in Spark: each table's rows are decoded from them by ``decode_chunks`` on the executors and
 written by Hudi; no wide union schema and no per-value conversion through the JVM.
 
 Avro landing files (``.avro``, the S3 sink's AvroFormat) are decoded record by record
@@ -34,12 +36,14 @@ import json
 import zlib
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingestion.cdc.avro_records import parse_avro_file
-from ingestion.cdc.contracts import TableContract
+from ingestion.cdc.contracts import BRONZE_ORDERING_COLUMN, TableContract
 from ingestion.cdc.landing import (
     LandingFile,
     LandingPathError,
@@ -70,6 +74,7 @@ from ingestion.stream.bronze import (
 )
 from ingestion.stream.fast_avro import AvroOutcome, parse_avro_fast
 from ingestion.stream.fast_parse import SEQ, FileOutcome, delivery_for, fast_parsers, parser_mode
+from ingestion.stream.repeated_keys import key_hashes, key_types, rows_repeating
 
 EVENT, DEAD, TOMBSTONE, FILES = "event", "dead", "tombstone", "files"
 
@@ -81,8 +86,11 @@ CHUNKS_SCHEMA = pa.schema([
     pa.field("oldest_source_ts", pa.timestamp("us", tz="UTC")),
     pa.field("detail", pa.string()),
     pa.field("payload", pa.binary()),
+    pa.field("key_types", pa.string()),
+    pa.field("key_hashes", pa.binary()),
 ])
-CHUNKS_DDL = "kind string, table_name string, rows bigint, oldest_source_ts timestamp, detail string, payload binary"
+CHUNKS_DDL = ("kind string, table_name string, rows bigint, oldest_source_ts timestamp, detail string, "
+              "payload binary, key_types string, key_hashes binary")
 
 
 def dead_letter_id(topic: str | None, raw_line: str) -> str:
@@ -375,6 +383,8 @@ class LineParser:
         oldest: list[dt.datetime | None] = [None]
         details: list[str | None] = [json.dumps(file_bytes)]
         payloads: list[bytes | None] = [None]
+        types: list[str | None] = [None]
+        hashes: list[bytes | None] = [None]
         for table, data in tables.items():
             kinds.append(EVENT)
             names.append(table)
@@ -382,13 +392,19 @@ class LineParser:
             oldest.append(pc.min(data.column("_cdc_source_ts")).as_py())
             details.append(json.dumps({"drift": self.changed_columns(table, data), "offsets": offset_ranges(data)}))
             payloads.append(to_ipc(data))
+            keys = [*self.contracts[table].primary_key, BRONZE_ORDERING_COLUMN]
+            types.append(key_types(data.schema, keys))
+            hashes.append(key_hashes(data, keys))
         if dead:
             kinds.append(DEAD)
             names.append(DEAD_LETTER_TABLE)
             counts.append(len(dead))
             oldest.append(None)
             details.append(json.dumps(Counter(d.reason for d in dead)))
-            payloads.append(to_ipc(self.dead_table(dead)))
+            dead_rows = self.dead_table(dead)
+            payloads.append(to_ipc(dead_rows))
+            types.append(key_types(dead_rows.schema, [DEAD_LETTER_KEY]))
+            hashes.append(key_hashes(dead_rows, [DEAD_LETTER_KEY]))
         if tombstones:
             kinds.append(TOMBSTONE)
             names.append(None)
@@ -396,10 +412,13 @@ class LineParser:
             oldest.append(None)
             details.append(None)
             payloads.append(None)
+            types.append(None)
+            hashes.append(None)
         return pa.RecordBatch.from_arrays(
             [pa.array(kinds, pa.string()), pa.array(names, pa.string()), pa.array(counts, pa.int64()),
              pa.array(oldest, pa.timestamp("us")).cast(pa.timestamp("us", tz="UTC")),
-             pa.array(details, pa.string()), pa.array(payloads, pa.binary())],
+             pa.array(details, pa.string()), pa.array(payloads, pa.binary()), pa.array(types, pa.string()),
+             pa.array(hashes, pa.binary())],
             schema=CHUNKS_SCHEMA,
         )
 
@@ -564,18 +583,33 @@ def _parse_files(parser: LineParser, files: list[LandedFile], fast: bool) -> pa.
     return parser.file_chunks(files) if fast else parser.python_chunks(files)
 
 
-def decode_chunks(batches: Iterator[pa.RecordBatch], table: str, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+@dataclass(frozen=True)
+class RowSelection:
+    """Which of a table's rows to decode: those whose record key (``keys``) hashes to one of
+    ``repeated`` (``repeating``), or the others (``ingestion.stream.repeated_keys``)."""
+
+    keys: tuple[str, ...]
+    repeated: np.ndarray
+    repeating: bool
+
+
+def decode_chunks(batches: Iterator[pa.RecordBatch], table: str, schema: pa.Schema,
+                  selection: RowSelection | None = None) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: the rows of ``table`` in ``schema`` from the chunk rows (``table_name``, ``payload``).
 
     ``schema`` is the table's bronze columns plus the batch's added ones, in the types the
     write needs; a chunk without some column gets nulls there, a narrower type is cast.
+    ``selection``: only the rows it selects (default all).
     """
     for batch in batches:
         for name, payload in zip(batch.column("table_name").to_pylist(), batch.column("payload").to_pylist(),
                                  strict=True):
             if name != table or payload is None:
                 continue
-            yield from _with_columns(from_ipc(payload), schema).cast(utc_timestamps(schema)).to_batches()
+            rows = from_ipc(payload)
+            if selection is not None:
+                rows = rows_repeating(rows, selection.keys, selection.repeated, selection.repeating)
+            yield from _with_columns(rows, schema).cast(utc_timestamps(schema)).to_batches()
 
 
 def utc_timestamps(schema: pa.Schema) -> pa.Schema:

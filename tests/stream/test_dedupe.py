@@ -83,6 +83,8 @@ def test_redeliveries_are_stored_once_and_the_first_delivery_wins(tmp_path, spar
     copied = _sale_events(original)
     assert copied > 0
     assert sum(r.duplicates_in_batch for r in first.summary.reports) == copied
+    # only the table whose rows repeat a key went through the in-batch deduplication
+    assert [r.deduplicated for r in first.summary.reports] == [["sale"]]
     report = compare_events(tmp_path / "lake", landing)
     assert {t: m for t, (_, _, m) in report.items() if m} == {}, report
     assert report["sale"][0] == report["sale"][1]  # every event once
@@ -97,6 +99,8 @@ def test_redeliveries_are_stored_once_and_the_first_delivery_wins(tmp_path, spar
     second = ingest(spark, tmp_path, "bronze_dedupe")
     assert sum(r.files for r in second.summary.reports) == 1
     assert sum(r.events.get("sale", 0) for r in second.summary.reports) == copied
+    # no key repeats within that batch: written as decoded, the drop policy drops the stored keys
+    assert [r.deduplicated for r in second.summary.reports] == [[]]
     report = compare_events(tmp_path / "lake", landing)
     assert {t: m for t, (_, _, m) in report.items() if m} == {}, report
     assert report["sale"][0] == report["sale"][1]
