@@ -101,8 +101,12 @@ def ingest_once(spark, landing: Path, work: Path, parser: str, spark_reads: bool
         else:
             os.environ[PARSER_ENV] = previous
     shutil.rmtree(work, ignore_errors=True)
+    # the tables whose repeated record keys were ranked (``ingestion.stream.repeated_keys``): their
+    # re-delivered rows are read twice, the other tables' rows once
+    ranked = sorted({table for r in summary.reports for table in r.deduplicated})
     phases = (f"{len(summary.reports)} batch(es): parse+collect {sum(r.parse_seconds for r in summary.reports):.1f}s, "
-              f"write {sum(r.write_seconds for r in summary.reports):.1f}s")
+              f"write {sum(r.write_seconds for r in summary.reports):.1f}s, "
+              f"repeated keys in {', '.join(ranked) or 'no table'}")
     return elapsed, sum(summary.events.values()) + summary.bad_events, phases
 
 
