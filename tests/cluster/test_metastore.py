@@ -52,13 +52,15 @@ def registered_tables(settings) -> dict[str, tuple[str, str, str, int]]:
     return {name: (kind, fmt, location, partitions) for name, kind, fmt, location, partitions in rows}
 
 
-def second_engine(uri: str) -> dict:
-    """Run tests/cluster/second_engine.py with spark-submit: the bundle, S3A and the metastore URI only."""
+def second_engine(uri: str, scratch: Path) -> dict:
+    """Run tests/cluster/second_engine.py with spark-submit: the bundle, S3A and the metastore URI only.
+    ``scratch``: the directory of Hive's session resources (else one is left in the system temp directory)."""
     spark_jars = lib_dir("spark")
     jars = [next(spark_jars.glob(f"{prefix}*.jar")) for prefix in ("hudi-spark3.5-bundle", "hadoop-aws",
                                                                      "aws-java-sdk-bundle")]
     confs = {"spark.sql.catalogImplementation": "hive", "spark.hadoop.hive.metastore.uris": uri,
-             "spark.ui.enabled": "false", "spark.driver.bindAddress": "127.0.0.1", **s3a_confs()}
+             "spark.ui.enabled": "false", "spark.driver.bindAddress": "127.0.0.1",
+             "spark.hadoop.hive.downloaded.resources.dir": f"{scratch}/${{hive.session.id}}_resources", **s3a_confs()}
     specs = [f"{relation}=" + ",".join(columns.values()) for relation, columns in SILVER_COLUMNS.values()]
     command = [str(spark_home() / "bin" / "spark-submit"), "--master", "local[1]", "--jars", ",".join(map(str, jars)),
                *[arg for key, value in confs.items() for arg in ("--conf", f"{key}={value}")],
@@ -127,7 +129,7 @@ def test_ingestion_thrift_server_and_a_second_engine_share_one_metastore(moto_en
         assert silver_differences(server.host, server.port, settings.landing) == {}
 
         # the second application finds the same tables by name and reads the same answers
-        seen = second_engine(uri)
+        seen = second_engine(uri, tmp_path / "second-engine")
         for table in oracle.tables:
             assert seen["bronze"][table] == sum(1 for _ in oracle.events(table)), table
         assert seen["bronze"]["dead_letter"] == 3
