@@ -73,13 +73,12 @@ from ingestion.stream.parse import (
     EVENT,
     FILES,
     TOMBSTONE,
-    RowSelection,
     decode_chunks,
     parse_file_batches,
     utc_timestamps,
 )
 from ingestion.stream.partition_changes import describe, moved_keys, new_partitions
-from ingestion.stream.repeated_keys import RecordKeys
+from ingestion.stream.repeated_keys import RecordKeys, RowSelection
 from ingestion.stream.schema_history import (
     FirstSeen,
     SchemaChange,

@@ -36,9 +36,7 @@ import json
 import zlib
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -74,7 +72,7 @@ from ingestion.stream.bronze import (
 )
 from ingestion.stream.fast_avro import AvroOutcome, parse_avro_fast
 from ingestion.stream.fast_parse import SEQ, FileOutcome, delivery_for, fast_parsers, parser_mode
-from ingestion.stream.repeated_keys import key_hashes, key_types, rows_repeating
+from ingestion.stream.repeated_keys import RowSelection, key_hashes, key_types
 
 EVENT, DEAD, TOMBSTONE, FILES = "event", "dead", "tombstone", "files"
 
@@ -583,16 +581,6 @@ def _parse_files(parser: LineParser, files: list[LandedFile], fast: bool) -> pa.
     return parser.file_chunks(files) if fast else parser.python_chunks(files)
 
 
-@dataclass(frozen=True)
-class RowSelection:
-    """Which of a table's rows to decode: those whose record key (``keys``) hashes to one of
-    ``repeated`` (``repeating``), or the others (``ingestion.stream.repeated_keys``)."""
-
-    keys: tuple[str, ...]
-    repeated: np.ndarray
-    repeating: bool
-
-
 def decode_chunks(batches: Iterator[pa.RecordBatch], table: str, schema: pa.Schema,
                   selection: RowSelection | None = None) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: the rows of ``table`` in ``schema`` from the chunk rows (``table_name``, ``payload``).
@@ -608,7 +596,7 @@ def decode_chunks(batches: Iterator[pa.RecordBatch], table: str, schema: pa.Sche
                 continue
             rows = from_ipc(payload)
             if selection is not None:
-                rows = rows_repeating(rows, selection.keys, selection.repeated, selection.repeating)
+                rows = selection.rows(rows)
             yield from _with_columns(rows, schema).cast(utc_timestamps(schema)).to_batches()
 
 

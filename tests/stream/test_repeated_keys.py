@@ -14,7 +14,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingestion.stream.repeated_keys import RecordKeys, key_hashes, key_types, rows_repeating
+from ingestion.stream.repeated_keys import RecordKeys, RowSelection, key_hashes, key_types
 
 KEYS = ["id", "_cdc_position"]
 SCHEMA = pa.schema([pa.field("id", pa.int32()), pa.field("_cdc_position", pa.string()),
@@ -55,8 +55,8 @@ def test_repeated_matches_a_count_of_the_keys(chunks) -> None:
     # the rows split by those hashes: the repeating ones are exactly the rows of keys found twice
     for piece in slices:
         rows = list(zip(piece.column("id").to_pylist(), piece.column("_cdc_position").to_pylist(), strict=True))
-        kept = rows_repeating(piece, KEYS, repeated, repeating=True)
-        rest = rows_repeating(piece, KEYS, repeated, repeating=False)
+        kept = RowSelection(tuple(KEYS), repeated, repeating=True).rows(piece)
+        rest = RowSelection(tuple(KEYS), repeated, repeating=False).rows(piece)
         assert kept.column("payload").to_pylist() == [p for p, r in zip(piece.column("payload").to_pylist(), rows,
                                                                          strict=True) if Counter(keys)[r] > 1]
         assert kept.num_rows + rest.num_rows == piece.num_rows
@@ -69,7 +69,7 @@ def test_a_key_repeated_in_another_chunk_is_found() -> None:
     assert _keys_of([_chunk([(20_000 + i, f"0-{i}") for i in range(10_000)]), first]).repeated(SCHEMA, KEYS).size == 0
     repeated = _keys_of([first, second]).repeated(SCHEMA, KEYS)
     assert repeated.size == 1
-    assert rows_repeating(second, KEYS, repeated, repeating=True).column("id").to_pylist() == [9_999]
+    assert RowSelection(tuple(KEYS), repeated, repeating=True).rows(second).column("id").to_pylist() == [9_999]
 
 
 def test_key_columns_are_hashed_apart_not_as_one_text() -> None:
