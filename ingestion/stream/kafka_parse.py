@@ -36,6 +36,7 @@ from ingestion.cdc.parser import BronzeEvent, DeadLetter
 from ingestion.sources.schema_registry import SchemaRegistryClient
 from ingestion.stream.fast_parse import SEQ, delivery_for, parser_mode
 from ingestion.stream.parse import CHUNK_LINES, CHUNKS_DDL, LineParser, merge_in_line_order
+from ingestion.stream.worker_gc import freeze_worker_objects
 
 #: One Kafka record in a worker: (topic, partition, offset, value; None for a tombstone).
 Record = tuple[str, int, int, bytes | None]
@@ -62,6 +63,7 @@ def parse_kafka_batches(batches: Iterator[pa.RecordBatch], ingested_at: dt.datet
     ``mode``: ``fast`` or ``python`` (see the module docstring); None reads ``LAKEHOUSE_INGEST_PARSER``.
     ``contracts``: the tables as bronze holds them (see ``LineParser``).
     """
+    freeze_worker_objects()
     parser = LineParser(ingested_at, contracts)
     registry = SchemaRegistryClient(registry_url) if registry_url else None
     fast = (mode or parser_mode()) == "fast"

@@ -73,6 +73,7 @@ from ingestion.stream.bronze import (
 from ingestion.stream.fast_avro import AvroOutcome, parse_avro_fast
 from ingestion.stream.fast_parse import SEQ, FileOutcome, delivery_for, fast_parsers, parser_mode
 from ingestion.stream.repeated_keys import RowSelection, key_hashes, key_types
+from ingestion.stream.worker_gc import freeze_worker_objects
 
 EVENT, DEAD, TOMBSTONE, FILES = "event", "dead", "tombstone", "files"
 
@@ -518,6 +519,7 @@ def parse_file_batches(batches: Iterator[pa.RecordBatch], landing: str, ingested
     """
     from ingestion.sources.landing import local_file_path, relative_landing_path
 
+    freeze_worker_objects()
     parser = LineParser(ingested_at, contracts)
     fast = (mode or parser_mode()) == "fast"
     files: list[LandedFile] = []
@@ -589,6 +591,7 @@ def decode_chunks(batches: Iterator[pa.RecordBatch], table: str, schema: pa.Sche
     write needs; a chunk without some column gets nulls there, a narrower type is cast.
     ``selection``: only the rows it selects (default all).
     """
+    freeze_worker_objects()
     for batch in batches:
         for name, payload in zip(batch.column("table_name").to_pylist(), batch.column("payload").to_pylist(),
                                  strict=True):
