@@ -8,6 +8,9 @@ Prints medians of several runs:
   path, and ``python``, the pure-Python parser it falls back to), in the same JVM;
 * the same files through plain Spark ``readStream.json -> writeStream.parquet``
   (availableNow) and the ratio ingest time / plain time;
+* with ``--hudi-floor``: the same files through Spark's JSON reader into Hudi ``bulk_insert``
+  with the bronze options and no CDC parsing (``hudi_floor``: the floor under any Hudi load,
+  a stand-in for HoodieStreamer), and the ratios ingest / floor and floor / plain;
 * with ``--avro``: the same events from an Avro landing, and the ratio Avro / JSON landing;
 * with ``--kafka``: the same events from Kafka (``ingest --kafka-bootstrap --once``: Spark's
   Kafka source, from the earliest offsets), and the ratio Kafka source / JSON landing. One
@@ -23,7 +26,7 @@ change of load on a shared machine affects all of them alike; the first run of e
 the cold one and is left out of the warm median.
 
 Usage: ``python benchmarks/bench_ingest.py [--scale 1.0] [--changes 20000] [--runs 3]
-[--format envelope] [--parsers fast,python] [--spark-reads] [--serial-writes] [--avro] [--kafka]
+[--format envelope] [--parsers fast,python] [--spark-reads] [--serial-writes] [--hudi-floor] [--avro] [--kafka]
 [--freshness-samples 20] [--work DIR]``
 """
 
@@ -53,7 +56,8 @@ from simulator.kafka_producer import landed_files, produce_landing
 from simulator.simulation import SimulationOptions, run_simulation
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from process_tree import PeakMemory  # noqa: E402 - benchmarks/ is not a package
+from hudi_floor import floor_tables, spark_json_to_hudi  # noqa: E402 - benchmarks/ is not a package
+from process_tree import PeakMemory  # noqa: E402
 
 KAFKA_VARIANT = "fast, Kafka source"
 
@@ -226,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serial-writes", action="store_true",
                         help="also measure the fast parser with the tables of a batch written one after another "
                              "(one writer thread instead of WRITE_THREADS), interleaved with the others")
+    parser.add_argument("--hudi-floor", action="store_true",
+                        help="also write the same files with Spark's JSON reader into Hudi (bulk_insert, the bronze "
+                             "options, no CDC parsing: benchmarks/hudi_floor.py), interleaved, and print the ratios")
     parser.add_argument("--avro", action="store_true",
                         help="also ingest the same events from an Avro landing (the S3 sink's AvroFormat) and print "
                              "the ratio Avro / JSON")
@@ -300,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
         ingest_events: dict[str, list[int]] = {label: [] for label, *_ in variants}
         kafka_mismatches = 0
         plain_times: list[float] = []
+        floor_times: list[float] = []
+        floor = None
         for run in range(args.runs):
             for index, (label, name, spark_reads, serial_writes, source, bootstrap) in enumerate(variants):
                 seconds, events, phases = ingest_once(spark, source, work / f"ingest-{index}-{run}", name,
@@ -319,6 +328,12 @@ def main(argv: list[str] | None = None) -> int:
             seconds = plain_spark(spark, landing, work / f"plain-{run}", schema)
             plain_times.append(seconds)
             print(f"plain spark run {run}: {seconds:.1f}s, {lines / seconds:,.0f} rows/s", flush=True)
+            if args.hudi_floor:
+                if floor is None:  # the schemas inferred before the first timed run
+                    floor = floor_tables(spark, landing)
+                seconds = spark_json_to_hudi(floor, work / f"floor-{run}")
+                floor_times.append(seconds)
+                print(f"spark json -> hudi bulk_insert run {run}: {seconds:.1f}s", flush=True)
 
         # the first run of each pays Python worker start-up and JIT warm-up: it is the cold figure
         warm_plain = plain_times[1:] or plain_times
@@ -339,6 +354,16 @@ def main(argv: list[str] | None = None) -> int:
             summary[name] = {"warm_median_seconds": round(median, 2), "warm_events_per_s": round(lines / median),
                              "cold_events_per_s": round(lines / (jvm_seconds + times[0])),
                              "ratio_to_plain": round(median / plain_median, 2), "runs": [round(t, 2) for t in times]}
+        if floor_times:
+            warm_floor = floor_times[1:] or floor_times
+            floor_median = statistics.median(warm_floor)
+            ingest_median = summary[parsers[0]]["warm_median_seconds"]  # type: ignore[index]
+            print(f"spark json -> hudi bulk_insert (no CDC parsing): warm median of {len(warm_floor)} = "
+                  f"{floor_median:.1f}s; ratio floor/plain = {floor_median / plain_median:.2f}, ingest ({parsers[0]})"
+                  f"/floor = {ingest_median / floor_median:.2f} (runs: {', '.join(f'{t:.1f}' for t in floor_times)})")
+            summary["hudi_floor"] = {"warm_median_seconds": round(floor_median, 2),
+                                     "ratio_to_plain": round(floor_median / plain_median, 2),
+                                     "ingest_ratio": round(ingest_median / floor_median, 2)}
         if args.avro:
             avro_median = summary["fast, Avro landing"]["warm_median_seconds"]  # type: ignore[index]
             json_median = summary[parsers[0]]["warm_median_seconds"]  # type: ignore[index]
