@@ -33,6 +33,7 @@ class FloorTable:
     name: str
     rows: DataFrame
     options: dict[str, str]
+    landed_bytes: int
 
 
 def floor_tables(spark: SparkSession, landing: Path) -> list[FloorTable]:
@@ -54,10 +55,9 @@ def floor_tables(spark: SparkSession, landing: Path) -> list[FloorTable]:
             F.concat_ws(":", F.input_file_name(), F.monotonically_increasing_id()).alias(BRONZE_ORDERING_COLUMN),
             F.to_date(F.timestamp_millis(F.col("source.ts_ms"))).alias(BRONZE_PARTITION_COLUMN))
         options = {**bronze_options(contract), "hoodie.datasource.write.operation": "bulk_insert"}
-        tables.append(FloorTable(name, rows, options))
-    # the biggest first, as the ingestion orders its writes
-    return sorted(tables, key=lambda t: -sum(f.stat().st_size for f in (landing / "topics").glob(f"*.{t.name}/**/*")
-                                              if f.is_file()))
+        size = sum(f.stat().st_size for f in topic.rglob("*") if f.is_file())
+        tables.append(FloorTable(name, rows, options, size))
+    return sorted(tables, key=lambda t: -t.landed_bytes)  # the biggest first, as the ingestion writes
 
 
 def spark_json_to_hudi(tables: list[FloorTable], work: Path) -> float:
