@@ -61,5 +61,6 @@ bench-soak: setup
 down:
 	@if [ -x $(LAKEHOUSE) ]; then $(LAKEHOUSE) down; else echo "nothing to stop (no .venv)"; fi
 
-clean: down
+clean:
+	@if [ -x $(LAKEHOUSE) ]; then $(LAKEHOUSE) down --discard; else echo "nothing to stop (no .venv)"; fi
 	rm -rf .lakehouse target logs

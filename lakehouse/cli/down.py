@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from lakehouse.config import load_settings
-from lakehouse.services import kafka, metastore, registry, spark_cluster, thrift
+from lakehouse.services import databases, kafka, metastore, registry, spark_cluster, thrift
 
 
 def _down(args: argparse.Namespace) -> int:
@@ -18,6 +18,10 @@ def _down(args: argparse.Namespace) -> int:
             print(registry.stop(settings, record.name))
     print(thrift.stop(settings))
     print(spark_cluster.stop(settings))  # after the server: it may run on the cluster
+    if args.discard:
+        databases.discard(settings)
+        metastore.discard(settings)
+        print(f"removed the PostgreSQL data this home kept outside it (under {databases.EXTERNAL_ROOT}), if any")
     print(
         f"state kept under {settings.home}: landing zone, lake (bronze tables), metastore, warehouse,"
         " checkpoints, logs and job history. 'make clean' removes it."
@@ -27,4 +31,7 @@ def _down(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("down", help="stop every service this project started")
+    parser.add_argument("--discard", action="store_true",
+                        help="also remove the PostgreSQL data (sources, metastore) this home keeps outside it: "
+                        f"as root under a home PostgreSQL's user cannot enter, under {databases.EXTERNAL_ROOT}")
     parser.set_defaults(func=_down)

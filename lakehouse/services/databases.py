@@ -35,6 +35,8 @@ from lakehouse.services.thrift import port_open, tail
 
 USER = "lakehouse"
 HOST = "127.0.0.1"
+#: Where PostgreSQL's data goes when its user cannot enter the home (see ``postgres_data_dir``).
+EXTERNAL_ROOT = Path("/var/tmp/lakehouse-postgres")
 
 
 class DatabaseError(registry.ServiceError):
@@ -134,15 +136,31 @@ def _postgres_reaches(path: Path) -> bool:
     return done.returncode == 0
 
 
+def _instance_key(data_dir: Path, legacy: str) -> str:
+    """A name for this data directory's server, new whenever its home is made again.
+
+    Kept in ``<data_dir>.id`` beside the password: a home deleted and made again at the same
+    path gets a new key, so it never meets the data (and the password) its predecessor left
+    outside it. A home from before the key existed (a password but no key) keeps ``legacy``,
+    the directory it already has.
+    """
+    path = data_dir.parent / f"{data_dir.name}.id"
+    if not path.exists():
+        had_password = data_dir.parent.joinpath(f"{data_dir.name}.password").exists()
+        path.write_text((legacy if had_password else secrets.token_hex(8)) + "\n")
+    return path.read_text().strip()
+
+
 def postgres_data_dir(settings: Settings, root: Path | None = None, name: str = "postgres") -> Path:
     """``<root>/<name>`` (root: ``<home>/sources``); as root under a home the ``postgres`` user cannot
-    enter (a private temporary directory, say), ``/var/tmp/lakehouse-postgres/<hash of root>/<name>``."""
+    enter (a private temporary directory, say), ``/var/tmp/lakehouse-postgres/<key>/<name>`` with the
+    key of ``_instance_key``: ``discard`` removes it."""
     root = root or sources_dir(settings)
     if _postgres_reaches(root):
         return root / name
     key = str(settings.home) if root == sources_dir(settings) else str(root)
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return Path("/var/tmp/lakehouse-postgres") / digest / name
+    legacy = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return EXTERNAL_ROOT / _instance_key(root / name, legacy) / name
 
 
 def start_postgres(settings: Settings, port: int | None = None, timeout: float = 60.0, *,
@@ -156,13 +174,12 @@ def start_postgres(settings: Settings, port: int | None = None, timeout: float =
     root = root or sources_dir(settings)
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)
+    data = postgres_data_dir(settings, root, name)  # before the password: a new home gets a new key
     password = _password(root / name)
     record = registry.read(settings, name)
     if record is not None and record.alive:
-        return Database("postgres", HOST, _port(root / name, None), USER, password, database,
-                        postgres_data_dir(settings, root, name), record.pid)
+        return Database("postgres", HOST, _port(root / name, None), USER, password, database, data, record.pid)
     port = _port(root / name, port)
-    data = postgres_data_dir(settings, root, name)
     if not (data / "PG_VERSION").exists():
         data.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         _postgres_owner(data.parent)
@@ -262,9 +279,12 @@ def stop(settings: Settings, name: str) -> str:
     return registry.stop(settings, name, timeout=30.0)
 
 
-def discard(settings: Settings) -> None:
-    """Remove the stopped databases' data kept outside the home (``postgres_data_dir``'s fallback)."""
-    data = postgres_data_dir(settings)
+def discard(settings: Settings, root: Path | None = None, name: str = "postgres") -> None:
+    """Remove a stopped PostgreSQL's data kept outside the home (``postgres_data_dir``'s fallback)."""
+    root = root or sources_dir(settings)
+    if not (root / f"{name}.password").exists():  # never started by this home
+        return
+    data = postgres_data_dir(settings, root, name)
     if not data.is_relative_to(settings.home):
         shutil.rmtree(data.parent, ignore_errors=True)
 

@@ -200,3 +200,8 @@ def start(settings: Settings, timeout: float = 120.0) -> MetastoreStatus:
 def stop(settings: Settings) -> list[str]:
     """Stop the metastore, then its PostgreSQL (by their recorded PIDs)."""
     return [registry.stop(settings, SERVICE, timeout=30.0), registry.stop(settings, DATABASE_SERVICE, timeout=30.0)]
+
+
+def discard(settings: Settings) -> None:
+    """Remove the stopped metastore's PostgreSQL data where it is kept outside the home."""
+    databases.discard(settings, metastore_dir(settings), DATABASE_SERVICE)

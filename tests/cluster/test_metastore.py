@@ -178,5 +178,6 @@ def test_ingestion_thrift_server_and_a_second_engine_share_one_metastore(moto_en
         thrift.stop(settings)
         for line in metastore.stop(settings):
             print(line)
+        metastore.discard(settings)
     assert not metastore.status(settings).running
     assert registry.read(settings, metastore.DATABASE_SERVICE) is None

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from lakehouse.config import load_settings
-from lakehouse.services import metastore, registry
+from lakehouse.services import databases, metastore, registry
 from lakehouse.services.ports import free_port
 from tests.security.listening_sockets import assert_loopback_only, process_tree
 
@@ -70,6 +70,16 @@ def test_metastore_starts_on_loopback_with_hives_schema_and_stops_by_pid(tmp_pat
         restarted = run("metastore", "start")  # the schema is there: not created again
         assert restarted.returncode == 0, restarted.stderr[-3000:]
         assert _schema_version(settings) == [("4.0.0",)]
+
+        data = databases.postgres_data_dir(settings, metastore.metastore_dir(settings), metastore.DATABASE_SERVICE)
+        assert (data / "PG_VERSION").exists()
+        second = registry.read(settings, metastore.SERVICE)
+        discarded = run("down", "--discard")
+        assert discarded.returncode == 0, discarded.stderr[-3000:]
+        assert f"metastore: stopped pid {second.pid}" in discarded.stdout, discarded.stdout
+        if not data.is_relative_to(tmp_path):  # kept outside the home (as root): removed with it
+            assert not data.exists()
     finally:
         metastore.stop(settings)
+        metastore.discard(settings)
     assert not metastore.status(settings).running
