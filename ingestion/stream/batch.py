@@ -464,8 +464,8 @@ class BatchProcessor:
         if widens_table(state, columns):
             options = {**options, **WIDENING_OPTIONS}
         schema = arrow_schema(columns)
-        selected = chunks.where(F.col("table_name") == table).select("table_name", "payload") \
-            .coalesce(max(1, math.ceil(batch_rows / DECODE_TASK_ROWS)))
+        tasks = max(1, math.ceil(batch_rows / DECODE_TASK_ROWS))
+        selected = chunks.where(F.col("table_name") == table).select("table_name", "payload").coalesce(tasks)
 
         def decoded(selection: RowSelection | None = None) -> DataFrame:
             decode = functools.partial(decode_chunks, table=table, schema=schema, selection=selection)
@@ -478,8 +478,12 @@ class BatchProcessor:
         if repeated is None:  # the hashes cannot tell: every row may repeat a key
             unique = first_delivery(decoded(), keys, order)
         elif repeated.size:  # only the rows of keys hashed more than once are deduplicated
+            # the first deliveries of the repeated keys join the other rows' partitions: each partition
+            # of their shuffle's output would otherwise become a base file of a few rows (with a
+            # full-size bloom filter) in a table's first write, a bulk_insert (docs/performance.md)
             unique = decoded(RowSelection(tuple(keys), repeated, repeating=False)).unionByName(
-                first_delivery(decoded(RowSelection(tuple(keys), repeated, repeating=True)), keys, order))
+                first_delivery(decoded(RowSelection(tuple(keys), repeated, repeating=True)), keys, order)
+            ).coalesce(tasks)
         else:
             unique = decoded()
         if repeated is None or repeated.size:

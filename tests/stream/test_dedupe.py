@@ -93,6 +93,12 @@ def test_redeliveries_are_stored_once_and_the_first_delivery_wins(tmp_path, spar
     assert by_file[str(early_copy.relative_to(landing))] == copied
     assert by_file[str(original.relative_to(landing))] == 0
     stored = {(r["salesid"], r["_cdc_position"]): r["_cdc_landing_file"] for r in rows}
+    # the table's first write (a bulk_insert) holds its rows, the deduplicated ones among them, in
+    # one base file per partition (its rows need one task): the deduplication's shuffle adds no
+    # file of a few rows
+    base_files = Counter(path.parent.name for path in (tmp_path / "lake" / "bronze" / "sale").rglob("*.parquet")
+                         if ".hoodie" not in path.parts)
+    assert base_files and set(base_files.values()) == {1}, base_files
 
     # a later batch re-delivers the same lines again (partition 0 too, a higher offset): dropped
     late_copy = _copy_file(original, landing, partition=0, offset=950_000)
