@@ -425,17 +425,14 @@ class BatchProcessor:
         # of the big ones starting last and running on alone (a first snapshot's sale, listing, user)
         rows = {**report.events, DEAD_LETTER_TABLE: report.bad_events}
         tables = sorted(drift, key=lambda t: (-rows.get(t, 0), t))
-        # a new lake's tables without rows in this batch are created empty by a thread of their own
-        # beside the writes: an empty commit is mostly the driver's fixed costs, which fit beside the
-        # writes' tasks, where queued behind the writes it ran alone at the batch's end
+        # a new lake's tables without rows in this batch are created empty after the writes start
         empty, self.uncreated = [t for t in self.uncreated if t not in drift], []
         spark = chunks.sparkSession
-        with (ThreadPoolExecutor(max_workers=WRITE_THREADS, thread_name_prefix="hudi-write") as pool,
-              ThreadPoolExecutor(max_workers=1, thread_name_prefix="hudi-create") as creator):
-            creations = [creator.submit(create_empty_table, spark, self.lake, t, self.metastore_uri, self.database)
-                         for t in empty]
+        with ThreadPoolExecutor(max_workers=WRITE_THREADS, thread_name_prefix="hudi-write") as pool:
             writes = [pool.submit(self._write_table, chunks, t, drift[t], marker, plan.offsets.get(t, {}),
                                   rows.get(t, 0), plan.keys.get(t, RecordKeys()), report) for t in tables]
+            creations = [pool.submit(create_empty_table, spark, self.lake, t, self.metastore_uri, self.database)
+                         for t in empty]
             outcomes = [write.result() for write in writes]
             report.created = [table for table, creation in zip(empty, creations, strict=True) if creation.result()]
         report.deduplicated.sort()
