@@ -75,12 +75,12 @@ def nightly_jobs_file(directory: Path) -> Path:
     return path
 
 
-def test_nightly_job_survives_a_thrift_crash(own_server, tmp_path, webhook):
+def test_nightly_job_survives_a_thrift_crash(own_server, spark, tmp_path, webhook):
     from tests.dbt_project.bronze_loader import BronzeLoader
     from tests.dbt_project.cdc_fixture import TickitFixture
 
     settings = own_server
-    loader = BronzeLoader("127.0.0.1", settings.thrift_port)
+    loader = BronzeLoader(spark, Path(settings.lake), "127.0.0.1", settings.thrift_port)
     loader.create_all()
     loader.commit(TickitFixture().initial_events())
     env = {"LAKEHOUSE_HOME": str(settings.home), "LAKEHOUSE_THRIFT_PORT": str(settings.thrift_port),
