@@ -49,9 +49,10 @@ lint: setup
 	  SPARK_LOCAL_IP=127.0.0.1 LAKEHOUSE_HOME=$$home $(VENV)/bin/sqlfluff lint models macros analyses snapshots tests/dbt; \
 	  status=$$?; rm -rf "$$home"; exit $$status
 
-# bench_ingest: the JSON landing against plain Spark and the Hudi floor, and the Avro landing and the Kafka source beside it
+# bench_ingest: the JSON landing against plain Spark and the Hudi floor (warm, one JVM), and the Avro landing and the
+# Kafka source beside it; bench_processes: `lakehouse ingest --once` against plain Spark as whole processes
 bench: setup
-	@for b in "benchmarks/bench_ingest.py --hudi-floor --avro --kafka" benchmarks/bench_dbt.py benchmarks/bench_real_freshness.py; do \
+	@for b in "benchmarks/bench_ingest.py --hudi-floor --avro --kafka" benchmarks/bench_processes.py benchmarks/bench_dbt.py benchmarks/bench_real_freshness.py; do \
 	  echo "== $$b"; $(VENV)/bin/python $$b || exit 1; done
 
 # 500 micro-batches of continuous ingestion (about an hour on 2 cores): latency and timeline growth

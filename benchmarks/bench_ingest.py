@@ -57,6 +57,7 @@ from simulator.simulation import SimulationOptions, run_simulation
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hudi_floor import floor_tables, spark_json_to_hudi  # noqa: E402 - benchmarks/ is not a package
+from plain_spark import landing_schema, plain_spark  # noqa: E402
 from process_tree import PeakMemory  # noqa: E402
 
 KAFKA_VARIANT = "fast, Kafka source"
@@ -133,19 +134,6 @@ def start_broker(home: Path) -> kafka.BrokerConfig:
         kafka.stop(config)
         raise
     return config
-
-
-def plain_spark(spark, landing: Path, work: Path, schema) -> float:
-    if work.exists():
-        shutil.rmtree(work)
-    started = time.perf_counter()
-    query = (spark.readStream.schema(schema).option("recursiveFileLookup", "true").json(str(landing / "topics"))
-             .writeStream.format("parquet").option("path", str(work / "out"))
-             .option("checkpointLocation", str(work / "checkpoint")).trigger(availableNow=True).start())
-    query.awaitTermination()
-    elapsed = time.perf_counter() - started
-    shutil.rmtree(work, ignore_errors=True)
-    return elapsed
 
 
 def port_open(host: str, port: int) -> bool:
@@ -324,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"lines, the JSON landing ({parsers[0]}) {ingest_events[parsers[0]][run]}: the counts differ",
                       flush=True)
             if schema is None:
-                schema = spark.read.option("recursiveFileLookup", "true").json(str(landing / "topics")).schema
+                schema = landing_schema(spark, landing)
             seconds = plain_spark(spark, landing, work / f"plain-{run}", schema)
             plain_times.append(seconds)
             print(f"plain spark run {run}: {seconds:.1f}s, {lines / seconds:,.0f} rows/s", flush=True)
