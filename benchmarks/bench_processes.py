@@ -10,11 +10,16 @@ files (simulated once with the seed ``bench_ingest.py`` uses, or taken from ``--
   writeStream.parquet``, availableNow, the project's generic Spark settings without Hudi, the
   landing's schema given: it is inferred once by an untimed preparation run).
 
-Prints each run, the medians, the ratio ingest / plain and the peak memory (PSS) of each
-process tree (goal ≤ 4 GB). Catalog registration is left out of both (``--no-sync``: on the
+With ``--hudi-floor`` a third side: ``python benchmarks/hudi_floor.py`` (Spark's JSON reader
+into Hudi ``bulk_insert`` with the bronze options, no CDC parsing; the stand-in for
+HoodieStreamer, whose bundle is not installable here), each topic's schema given.
+
+Prints each run, the medians, the ratio ingest / plain (and ingest / floor) and the peak
+memory (PSS) of each process tree (goal ≤ 4 GB). Catalog registration is left out of both (``--no-sync``: on the
 embedded default it goes through a Thrift server, a process of its own).
 
-Usage: ``python benchmarks/bench_processes.py [--scale 1.0] [--changes 20000] [--runs 3] [--work DIR]``
+Usage: ``python benchmarks/bench_processes.py [--scale 1.0] [--changes 20000] [--runs 3] [--hudi-floor]
+[--work DIR]``
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from process_tree import PeakMemory  # noqa: E402 - benchmarks/ is not a package
 
 PLAIN_SCRIPT = Path(__file__).resolve().with_name("plain_spark.py")
+FLOOR_SCRIPT = Path(__file__).resolve().with_name("hudi_floor.py")
 
 
 def lakehouse_command() -> str:
@@ -78,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--changes", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=3, help="runs of each side, alternating")
+    parser.add_argument("--hudi-floor", action="store_true",
+                        help="a third side: hudi_floor.py (Spark's JSON reader into Hudi bulk_insert with the bronze "
+                             "options, no CDC parsing; the stand-in for HoodieStreamer) as a process")
     parser.add_argument("--work", help="scratch directory (default: a temporary one, removed); a landing "
                                        "under it is reused")
     args = parser.parse_args(argv)
@@ -96,11 +105,17 @@ def main(argv: list[str] | None = None) -> int:
         if not schema.exists():
             subprocess.run([sys.executable, str(PLAIN_SCRIPT), "--landing", str(landing), "--out",
                             str(work / "plain-prep"), "--schema", str(schema)], env=env, check=True)
+        floor_schemas = work / "landing-topic-schemas.json"
+        if args.hudi_floor and not floor_schemas.exists():
+            subprocess.run([sys.executable, str(FLOOR_SCRIPT), "--landing", str(landing), "--out",
+                            str(work / "floor-prep"), "--schemas", str(floor_schemas)], env=env, check=True)
 
         ingest_times: list[float] = []
         plain_times: list[float] = []
         ingest_peaks: list[int] = []
         plain_peaks: list[int] = []
+        floor_times: list[float] = []
+        floor_peaks: list[int] = []
         for run in range(args.runs):
             lake = work / f"lake-{run}"
             shutil.rmtree(lake, ignore_errors=True)
@@ -127,6 +142,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"plain spark run {run}: {seconds:.1f}s whole process ({inner:.1f}s in the query), "
                   f"peak PSS {peak / 2**30:.2f} GB", flush=True)
 
+            if args.hudi_floor:
+                seconds, peak, out = timed_process(
+                    [sys.executable, str(FLOOR_SCRIPT), "--landing", str(landing), "--out",
+                     str(work / f"floor-{run}"), "--schemas", str(floor_schemas)], env, work / f"floor-{run}.log")
+                inner = json.loads(out.strip().splitlines()[-1])["floor_seconds"]
+                floor_times.append(seconds)
+                floor_peaks.append(peak)
+                print(f"hudi floor run {run}: {seconds:.1f}s whole process ({inner:.1f}s in the writes), "
+                      f"peak PSS {peak / 2**30:.2f} GB", flush=True)
+
         ingest_median = statistics.median(ingest_times)
         plain_median = statistics.median(plain_times)
         summary = {
@@ -141,6 +166,16 @@ def main(argv: list[str] | None = None) -> int:
               f"({summary['ingest_events_per_s']:,} events/s), plain Spark {plain_median:.1f}s; ratio ingest/plain = "
               f"{summary['ratio_ingest_to_plain']:.2f} (goal <= 2); peak PSS ingest {summary['ingest_peak_pss_gb']} GB "
               f"(goal <= 4), plain {summary['plain_peak_pss_gb']} GB")
+        if floor_times:
+            floor_median = statistics.median(floor_times)
+            summary.update({"floor_median_seconds": round(floor_median, 2),
+                            "ratio_floor_to_plain": round(floor_median / plain_median, 2),
+                            "ratio_ingest_to_floor": round(ingest_median / floor_median, 2),
+                            "floor_peak_pss_gb": round(max(floor_peaks) / 2**30, 2)})
+            print(f"hudi floor (no CDC parsing), median {floor_median:.1f}s: ratio floor/plain = "
+                  f"{summary['ratio_floor_to_plain']:.2f}, ingest/floor = {summary['ratio_ingest_to_floor']:.2f} "
+                  f"(events/s ingest/floor {floor_median / ingest_median:.2f}); peak PSS "
+                  f"{summary['floor_peak_pss_gb']} GB")
         print("summary " + json.dumps(summary, sort_keys=True), flush=True)
     finally:
         if not args.work:

@@ -14,7 +14,10 @@ for HoodieStreamer's ``JsonDFSSource`` + SQL transformer, whose bundle is not in
 
 from __future__ import annotations
 
+import argparse
+import json
 import shutil
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -22,6 +25,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from ingestion.cdc.contracts import BRONZE_ORDERING_COLUMN, BRONZE_PARTITION_COLUMN
 from ingestion.stream.batch import WRITE_THREADS
@@ -36,14 +40,25 @@ class FloorTable:
     landed_bytes: int
 
 
-def floor_tables(spark: SparkSession, landing: Path) -> list[FloorTable]:
-    """One frame per landed topic (``<landing>/topics/<server>.<db>.<table>``), schemas inferred now."""
+def topic_schemas(spark: SparkSession, landing: Path) -> dict[str, StructType]:
+    """The schema Spark infers for each landed topic, by topic folder name."""
+    return {topic.name: spark.read.option("recursiveFileLookup", "true").json(str(topic)).schema
+            for topic in sorted(p for p in (landing / "topics").iterdir() if p.is_dir())}
+
+
+def floor_tables(spark: SparkSession, landing: Path,
+                 schemas: dict[str, StructType] | None = None) -> list[FloorTable]:
+    """One frame per landed topic (``<landing>/topics/<server>.<db>.<table>``).
+
+    ``schemas``: each topic's schema (``topic_schemas``); inferred now when not given.
+    """
     contracts = bronze_contracts()
+    schemas = schemas if schemas is not None else topic_schemas(spark, landing)
     tables = []
     for topic in sorted(p for p in (landing / "topics").iterdir() if p.is_dir()):
         name = topic.name.rsplit(".", 1)[-1]
         contract = contracts[name]
-        schema = spark.read.option("recursiveFileLookup", "true").json(str(topic)).schema
+        schema = schemas[topic.name]
         events = spark.read.schema(schema).option("recursiveFileLookup", "true").json(str(topic))
         # a topic without deletes has no ``before`` image: JSON inference types that column as text
         same = schema["before"].dataType == schema["after"].dataType
@@ -74,3 +89,31 @@ def spark_json_to_hudi(tables: list[FloorTable], work: Path) -> float:
     elapsed = time.perf_counter() - started
     shutil.rmtree(work, ignore_errors=True)
     return elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The floor as a process of its own (``bench_processes.py --hudi-floor``), JVM start included."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--landing", required=True, help="landing zone (its topics/ folder holds the .json files)")
+    parser.add_argument("--out", required=True, help="scratch directory for the Hudi tables (removed after)")
+    parser.add_argument("--schemas", required=True,
+                        help="file with each topic's Spark schema as JSON: read if present, else inferred and "
+                             "written (an untimed preparation run)")
+    args = parser.parse_args(argv)
+    from ingestion.spark import local_spark_session
+
+    spark = local_spark_session("hudi-floor")
+    schema_file = Path(args.schemas)
+    if schema_file.exists():
+        schemas = {topic: StructType.fromJson(doc) for topic, doc in json.loads(schema_file.read_text()).items()}
+        seconds = spark_json_to_hudi(floor_tables(spark, Path(args.landing), schemas), Path(args.out))
+        print(json.dumps({"floor_seconds": round(seconds, 2)}), flush=True)
+    else:
+        schemas = topic_schemas(spark, Path(args.landing))
+        schema_file.write_text(json.dumps({topic: schema.jsonValue() for topic, schema in schemas.items()}))
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
