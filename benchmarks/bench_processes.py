@@ -15,8 +15,8 @@ into Hudi ``bulk_insert`` with the bronze options, no CDC parsing; the stand-in 
 HoodieStreamer, whose bundle is not installable here), each topic's schema given.
 
 Prints each run, the medians, the ratio ingest / plain (and ingest / floor) and the peak
-memory (PSS) of each process tree (goal ≤ 4 GB). Catalog registration is left out of both (``--no-sync``: on the
-embedded default it goes through a Thrift server, a process of its own).
+memory (PSS) of each process tree (goal ≤ 4 GB). No side registers tables in a catalog
+(``--no-sync``: on the embedded default that goes through a Thrift server, a process of its own).
 
 Usage: ``python benchmarks/bench_processes.py [--scale 1.0] [--changes 20000] [--runs 3] [--hudi-floor]
 [--work DIR]``
