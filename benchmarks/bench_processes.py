@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         schema = work / "landing-schema.json"
         if not schema.exists():
             subprocess.run([sys.executable, str(PLAIN_SCRIPT), "--landing", str(landing), "--out",
-                            str(work / "plain-prep"), "--schema", str(schema)], env=env, check=True)
+                            str(work / "plain-prep"), "--schemas", str(schema)], env=env, check=True)
         floor_schemas = work / "landing-topic-schemas.json"
         if args.hudi_floor and not floor_schemas.exists():
             subprocess.run([sys.executable, str(FLOOR_SCRIPT), "--landing", str(landing), "--out",
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
 
             seconds, peak, out = timed_process(
                 [sys.executable, str(PLAIN_SCRIPT), "--landing", str(landing), "--out", str(work / f"plain-{run}"),
-                 "--schema", str(schema)], env, work / f"plain-{run}.log")
+                 "--schemas", str(schema)], env, work / f"plain-{run}.log")
             inner = json.loads(out.strip().splitlines()[-1])["plain_seconds"]
             plain_times.append(seconds)
             plain_peaks.append(peak)

@@ -14,8 +14,6 @@ for HoodieStreamer's ``JsonDFSSource`` + SQL transformer, whose bundle is not in
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import sys
 import time
@@ -93,26 +91,19 @@ def spark_json_to_hudi(tables: list[FloorTable], work: Path) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     """The floor as a process of its own (``bench_processes.py --hudi-floor``), JVM start included."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--landing", required=True, help="landing zone (its topics/ folder holds the .json files)")
-    parser.add_argument("--out", required=True, help="scratch directory for the Hudi tables (removed after)")
-    parser.add_argument("--schemas", required=True,
-                        help="file with each topic's Spark schema as JSON: read if present, else inferred and "
-                             "written (an untimed preparation run)")
-    args = parser.parse_args(argv)
+    from baseline_process import run_baseline
+
     from ingestion.spark import local_spark_session
 
-    spark = local_spark_session("hudi-floor")
-    schema_file = Path(args.schemas)
-    if schema_file.exists():
-        schemas = {topic: StructType.fromJson(doc) for topic, doc in json.loads(schema_file.read_text()).items()}
-        seconds = spark_json_to_hudi(floor_tables(spark, Path(args.landing), schemas), Path(args.out))
-        print(json.dumps({"floor_seconds": round(seconds, 2)}), flush=True)
-    else:
-        schemas = topic_schemas(spark, Path(args.landing))
-        schema_file.write_text(json.dumps({topic: schema.jsonValue() for topic, schema in schemas.items()}))
-    spark.stop()
-    return 0
+    def timed(spark: SparkSession, landing: Path, out: Path, schemas: dict) -> float:
+        given = {topic: StructType.fromJson(doc) for topic, doc in schemas.items()}
+        return spark_json_to_hudi(floor_tables(spark, landing, given), out)
+
+    return run_baseline(
+        argv, __doc__.splitlines()[0], "floor", lambda: local_spark_session("hudi-floor"),
+        infer=lambda spark, landing: {topic: schema.jsonValue()
+                                      for topic, schema in topic_schemas(spark, landing).items()},
+        timed=timed)
 
 
 if __name__ == "__main__":

@@ -2,15 +2,13 @@
 
 Used in a running session by ``bench_ingest.py`` (warm runs in the ingestion's JVM) and as a
 process of its own by ``bench_processes.py`` (``python benchmarks/plain_spark.py --landing DIR
---out DIR --schema FILE``: JVM start included, beside a whole ``lakehouse ingest --once``). The
+--out DIR --schemas FILE``: JVM start included, beside a whole ``lakehouse ingest --once``). The
 process starts a plain SparkSession: the project's generic settings (loopback, 2 cores, the
 driver memory, shuffle partitions), none of the Hudi jars or extensions.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import sys
 import time
@@ -50,25 +48,13 @@ def plain_session():
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--landing", required=True, help="landing zone (its topics/ folder holds the .json files)")
-    parser.add_argument("--out", required=True, help="scratch directory for the parquet copy (removed after)")
-    parser.add_argument("--schema", required=True,
-                        help="file with the landing's Spark schema as JSON: read if present, else inferred and written "
-                             "(an untimed preparation run)")
-    args = parser.parse_args(argv)
+    from baseline_process import run_baseline
     from pyspark.sql.types import StructType
 
-    spark = plain_session()
-    schema_file = Path(args.schema)
-    if schema_file.exists():
-        seconds = plain_spark(spark, Path(args.landing), Path(args.out),
-                              StructType.fromJson(json.loads(schema_file.read_text())))
-        print(json.dumps({"plain_seconds": round(seconds, 2)}), flush=True)
-    else:
-        schema_file.write_text(json.dumps(landing_schema(spark, Path(args.landing)).jsonValue()))
-    spark.stop()
-    return 0
+    return run_baseline(
+        argv, __doc__.splitlines()[0], "plain", plain_session,
+        infer=lambda spark, landing: landing_schema(spark, landing).jsonValue(),
+        timed=lambda spark, landing, out, schema: plain_spark(spark, landing, out, StructType.fromJson(schema)))
 
 
 if __name__ == "__main__":
