@@ -88,6 +88,17 @@ def test_replay_of_a_corrected_line_moves_it_into_bronze_once(lake_with_dead_let
     matches = [r for r in rows if all(r[k] == expected.row[k] for k in key_columns)]
     assert len(matches) == 1
     assert matches[0]["_cdc_op"] == "c"
+    # independent of the parser: where the line came from, by the simulator's oracle, and the
+    # corrected document's own `after` values of the entity's integer and string columns
+    origin = next(d for d in load_oracle(str(landing)).dead_letters() if d["raw_line"] == bad["raw_line"])
+    stored = matches[0]
+    assert (stored["_cdc_topic"], stored["_cdc_kafka_partition"], stored["_cdc_kafka_offset"],
+            stored["_cdc_landing_file"]) == (origin["topic"], origin["partition"], origin["offset"], origin["file"])
+    contract = bronze_contracts()[table]
+    plain = {c.name for c in contract.columns if c.type in ("int", "string")}
+    after = {k: v for k, v in envelope["after"].items() if k in plain and v is not None}
+    assert after and set(contract.primary_key) <= set(after)
+    assert {k: stored[k] for k in after} == after
     # every value as the parser gives it (timestamps included), but the ingestion time
     assert {k: matches[0][k] for k in expected.row if k != "_cdc_ingested_at"} == {
         k: v for k, v in expected.row.items() if k != "_cdc_ingested_at"}
