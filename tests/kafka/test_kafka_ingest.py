@@ -22,12 +22,13 @@ import base64
 import datetime as dt
 import io
 import json
+import uuid
 from collections import Counter
 from pathlib import Path
 
 import fastavro
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from ingestion.cdc.contracts import topic_map
 from ingestion.cdc.parser import BronzeEvent, parse_line
@@ -140,10 +141,45 @@ def test_avro_values_of_two_writer_schemas_in_one_topic(run) -> None:
     assert len(run["lookups"]) < len(AVRO_EVENTS) + 2
 
 
-def test_kafka_partition_and_offset_are_the_records_own(run) -> None:
+def _broker_records(bootstrap: str, topic: str) -> dict[tuple[int, int], bytes]:
+    """Every record value of ``topic`` by (partition, offset), read back from the broker by a plain consumer."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"judge-{uuid.uuid4()}",
+                         "enable.auto.commit": False, "log_level": 0})
+    try:
+        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in partitions}
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        records: dict[tuple[int, int], bytes] = {}
+        while len(records) < sum(ends.values()):
+            message = consumer.poll(10)
+            assert message is not None, f"the broker stopped before the end offsets {ends}"
+            assert message.error() is None, message.error()
+            records[(message.partition(), message.offset())] = message.value()
+        return records
+    finally:
+        consumer.close()
+
+
+def _sale_key(value: bytes) -> int:
+    """The salesid a Debezium JSON value (envelope, schema wrapper or flattened) carries."""
+    document = json.loads(value)
+    document = document.get("payload", document) if "schema" in document else document
+    return (document.get("after") or document.get("before") or document)["salesid"]
+
+
+def test_kafka_partition_and_offset_are_the_records_own(run, kafka_broker) -> None:
     rows = hudi_rows(run["base"] / "lake" / "bronze" / "sale")
     assert rows and all(r["_cdc_landing_file"] == f"kafka:{r['_cdc_topic']}/{r['_cdc_kafka_partition']}"
                         for r in rows)
+    # judged by the broker: the record at each row's partition and offset is that row's event
+    records = _broker_records(kafka_broker.bootstrap, "tickit.ecomm.sale")
+    assert {r["_cdc_topic"] for r in rows} == {"tickit.ecomm.sale"}
+    assert [(r["_cdc_kafka_partition"], r["_cdc_kafka_offset"]) for r in rows if
+            (r["_cdc_kafka_partition"], r["_cdc_kafka_offset"]) not in records] == []
+    assert {(r["_cdc_kafka_partition"], r["_cdc_kafka_offset"]): r["salesid"] for r in rows} == {
+        (r["_cdc_kafka_partition"], r["_cdc_kafka_offset"]): _sale_key(records[(r["_cdc_kafka_partition"],
+                                                                                  r["_cdc_kafka_offset"])])
+        for r in rows}
     assert len({(r["_cdc_kafka_partition"], r["_cdc_kafka_offset"]) for r in rows}) == len(rows)
 
 

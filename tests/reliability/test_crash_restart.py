@@ -114,7 +114,7 @@ def test_sigkill_during_ingestion_loses_and_duplicates_nothing(tmp_path: Path) -
     assert first.returncode == 0, first.stderr
     simulator = Background(["simulate", "--rate", "15", "--rotate-interval-ms", "2000", "--seed", str(seed),
                             "--quiet"], env, tmp_path / "simulator.log")
-    duplicated_mid_run = torn = errors = commits = exposed = sockets_seen = 0
+    duplicated_mid_run = torn = errors = commits = exposed = sockets_seen = unreached = 0
     try:
         for trial in range(TRIALS):
             ingest = Background(["ingest", "--trigger", "1", "--no-sync", "--quiet", "--max-files-per-trigger",
@@ -123,6 +123,7 @@ def test_sigkill_during_ingestion_loses_and_duplicates_nothing(tmp_path: Path) -
             kill = wait_and_kill(ingest, home, rng)
             if kill["exited_early"]:  # the ingestion must only ever stop because we killed it
                 errors += 1
+            unreached += not kill["phase_reached"]  # a batch or commit never began: an idle process killed
             exposed += len(kill["exposed"])
             sockets_seen += len(kill["listening"])
             duplicates = duplicate_identities(lake) if lake.exists() else {}
@@ -148,10 +149,15 @@ def test_sigkill_during_ingestion_loses_and_duplicates_nothing(tmp_path: Path) -
     mismatched = sum(c.mismatched for c in comparisons)
     events = sum(c.expected for c in comparisons)
     record(SCENARIO, trials=TRIALS, events=events, lost=lost, duplicated=duplicated, errors=errors + mismatched,
-           note=f"seed {seed}; {commits} commits between kills; {torn} kills left a torn commit")
+           note=f"seed {seed}; {commits} commits between kills; {torn} kills left a torn commit; "
+                f"{unreached} kills before their phase began")
     record("security: ingest driver listens on loopback", trials=TRIALS, events=sockets_seen, errors=exposed,
            note="listening sockets of the live ingest process tree, sampled before each kill")
     assert final.returncode == 0, final.stdout[-2000:] + final.stderr[-3000:]
+    # the kills hit an ingestion at work: it committed between them, and every batch- or
+    # commit-phase kill came after its batch or commit had begun
+    assert commits > 0, f"no commit between the kills; see {trials_log}"
+    assert unreached == 0, f"{unreached} kills came before their batch or commit began; see {trials_log}"
     assert exposed == 0, f"the ingestion listened beyond loopback; see {trials_log}"
     assert sockets_seen > 0, "no listening socket of the ingestion seen (the detector sees nothing?)"
     details = [example for c in comparisons for example in c.examples]
