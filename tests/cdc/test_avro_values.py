@@ -267,7 +267,8 @@ def test_record_ids_give_offsets_and_every_record_keeps_its_own_position() -> No
                for k in range(5)]
     results = _parse_avro(_container(_envelope_schema(), records, sync_interval=1))  # a block per record
     assert [r.row["_cdc_kafka_offset"] for r in results] == [100, 101, 102, 103, 104]
-    assert len({r.row["_cdc_position"] for r in results}) == 5
+    # each record's own source: lsn 40 + k, txId 777 (SOURCE), rendered as zero-padded parts
+    assert [r.row["_cdc_position"] for r in results] == [f"{40 + k:020d}-{777:020d}" for k in range(5)]
 
 
 def test_contract_failures_are_dead_letters_whose_raw_line_replays_as_json() -> None:

@@ -112,6 +112,11 @@ def test_literal_values_of_real_events():
 
 
 def test_docs_update_with_key_only_before_image_and_truncate():
+    update = _parse(one_line(load_fixture("postgres/pg_docs_update.json")), "postgres", CUSTOMERS).row
+    assert (update["id"], update["first_name"], update["last_name"], update["email"]) == (
+        1, "Anne Marie", "Kretchmar", "annek@noanswer.org")  # the after image, not the key-only before
+    assert update["_cdc_op"] == "u" and update["_cdc_is_deleted"] is False
+    assert update["_cdc_position"] == f"{24023128:020d}-{556:020d}"
     delete = _parse(one_line(load_fixture("postgres/pg_docs_delete.json")), "postgres", CUSTOMERS).row
     assert delete["id"] == 1 and delete["first_name"] is None and delete["_cdc_is_deleted"] is True
     truncate = _parse(one_line(load_fixture("postgres/pg_docs_truncate.json")), "postgres", CUSTOMERS).row

@@ -12,6 +12,8 @@ from ingestion.cdc.contracts import load_contracts
 from ingestion.cdc.landing import parse_landing_path
 from ingestion.object_store import LocalStorage
 from simulator.oracle import load_oracle
+from simulator.simulation import run_simulation
+from tests.simulate.conftest import small_options
 from tests.simulate.replay import replay_landing
 
 #: Venues the real TICKIT event table references but its venue table lacks (simulator/data README).
@@ -50,9 +52,9 @@ def test_live_rows_match_the_replay(oracle, replayed):
         assert live, f"{table} has no live rows"
 
 
-def test_a_change_open_across_the_snapshot_is_newer_by_offset_older_by_position(mixed_landing, oracle, replayed):
-    """The simulator's PostgreSQL in-flight transaction: one venue's update lands after its snapshot row (a larger
-    Kafka offset) with a smaller position, and the database (the oracle's live rows) holds the update."""
+def _crossed_venue_changes(replayed) -> list[tuple[int, dict, dict]]:
+    """(key, snapshot row, update) of every venue whose first update lands after its snapshot row (a
+    larger Kafka offset) with a smaller position."""
     by_key: dict[int, list[tuple[int, dict]]] = defaultdict(list)
     for identity, event in replayed.events["venue"].items():
         if event["_cdc_op"] != "t":
@@ -63,13 +65,26 @@ def test_a_change_open_across_the_snapshot_is_newer_by_offset_older_by_position(
         snapshot = [e for _, e in events if e["_cdc_op"] == "r"]
         later = [e for _, e in events if e["_cdc_op"] == "u"]
         if snapshot and later and later[0]["_cdc_position"] < snapshot[0]["_cdc_position"]:
-            crossed.append((key, later[0]))
-    assert len(crossed) == 1, crossed
-    key, update = crossed[0]
-    live = _keyed("venue", oracle.live_rows("venue"))
-    if (key,) in live and by_key[key][-1][1] is update:  # not changed again later in the run
-        assert live[(key,)] == {c: update[c] for c in load_contracts()["venue"].column_names}
+            crossed.append((key, snapshot[0], later[0]))
+    return crossed
+
+
+def test_a_change_open_across_the_snapshot_is_newer_by_offset_older_by_position(oracle, replayed):
+    """The simulator's PostgreSQL in-flight transaction: one venue's update lands after its snapshot row (a larger
+    Kafka offset) with a smaller position."""
+    assert len(_crossed_venue_changes(replayed)) == 1
     assert oracle.manifest["runs"][0]["in_flight_changes"] == 1
+
+
+def test_the_database_holds_the_in_flight_update_not_its_snapshot_row(tmp_path):
+    """A snapshot-only run (no later change of the venue, no incremental re-read): the oracle's live rows,
+    the simulated database's final state, hold the in-flight update, the event with the larger offset."""
+    landing = tmp_path / "landing"
+    run_simulation(small_options(landing, changes=0, inject_bad=0))
+    [(key, snapshot_row, update)] = _crossed_venue_changes(replay_landing(LocalStorage(landing)))
+    columns = load_contracts()["venue"].column_names
+    assert any(snapshot_row[c] != update[c] for c in columns)
+    assert _keyed("venue", load_oracle(landing).live_rows("venue"))[(key,)] == {c: update[c] for c in columns}
 
 
 def test_dead_letters_tombstones_and_duplicates(oracle, replayed):
