@@ -27,15 +27,18 @@ def record_value(value: bytes, schemas: Mapping[int, str] | None = None) -> dict
     return json.loads(value)["payload"]
 
 
-def distinct_changes(bootstrap: str, topics: list[str], schemas: Mapping[int, str] | None = None) -> dict[str, int]:
+def distinct_changes(bootstrap: str, topics: list[str], schemas: Mapping[int, str] | None = None,
+                     delivered: dict[str, int] | None = None) -> dict[str, int]:
     """Per topic, the distinct changes Kafka holds: (key, op, source position), re-deliveries once.
-    ``schemas``: the registry's schema texts by id, for Avro values."""
+    ``schemas``: the registry's schema texts by id, for Avro values; ``delivered``, when given, gets
+    each topic's keyed records counted with their re-deliveries."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "real-sources-judge", "log_level": 0,
                          "enable.auto.commit": False})
     counts: dict[str, int] = {}
     try:
         for topic in topics:
             seen = set()
+            records = 0
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
             consumer.assign([TopicPartition(topic, 0, low)])
             read = low
@@ -51,7 +54,10 @@ def distinct_changes(bootstrap: str, topics: list[str], schemas: Mapping[int, st
                     position = (source.get("lsn"), source.get("txId"), source.get("file"), source.get("pos"),
                                 source.get("row"), source.get("snapshot") not in (None, "false"))
                     seen.add((message.key(), payload["op"], position))
+                    records += 1
             counts[topic] = len(seen)
+            if delivered is not None:
+                delivered[topic] = records
     finally:
         consumer.close()
     return counts
