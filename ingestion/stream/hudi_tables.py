@@ -8,6 +8,7 @@ event: dbt's sources then find all of them).
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 if TYPE_CHECKING:
     from py4j.java_gateway import JVMView
+
+log = logging.getLogger("lakehouse.ingest")
 
 #: Completed commits looked at (newest first) for a marker: table services (clustering) and
 #: dead-letter replays commit without one.
@@ -44,6 +47,29 @@ def table_exists(spark: SparkSession, path: str) -> bool:
     jvm = _jvm(spark)
     hadoop_path = jvm.org.apache.hadoop.fs.Path(f"{path.rstrip('/')}/.hoodie/hoodie.properties")
     return bool(hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(hadoop_path))
+
+
+def discard_torn_creation(spark: SparkSession, path: str) -> bool:
+    """Remove a table creation that was cut short at ``path``; whether there was one.
+
+    Hudi creates a table's ``.hoodie`` folder (``.schema``, ``.temp``, ...) before it writes
+    ``hoodie.properties``, and a process killed in between leaves a folder its writer takes for a
+    table and then fails to load ("Could not load Hoodie properties"), so no restart could write
+    the table. Such a folder holds no commit: every commit comes after the properties. It is
+    removed only when it is all the table directory holds and neither ``hoodie.properties`` nor
+    the ``hoodie.properties.backup`` Hudi recovers from exists.
+    """
+    jvm = _jvm(spark)
+    table = jvm.org.apache.hadoop.fs.Path(path.rstrip("/"))
+    fs = table.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    meta = jvm.org.apache.hadoop.fs.Path(table, ".hoodie")
+    if not fs.exists(meta) or any(fs.exists(jvm.org.apache.hadoop.fs.Path(meta, name))
+                                  for name in ("hoodie.properties", "hoodie.properties.backup")):
+        return False
+    if [status.getPath().getName() for status in fs.listStatus(table)] != [".hoodie"]:
+        return False  # files beside it: not a bare creation, left for an operator
+    log.warning("%s: removing a table creation cut short (.hoodie without hoodie.properties)", path)
+    return bool(fs.delete(meta, True))
 
 
 def latest_commit(spark: SparkSession, path: str) -> str | None:

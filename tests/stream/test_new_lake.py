@@ -13,7 +13,7 @@ from ingestion.catalog import ThriftCatalog
 from ingestion.catalog.sync import registered_tables
 from ingestion.stream.bronze import all_table_names
 from tests.stream.conftest import ingest, simulate
-from tests.stream.judge import hudi_commits, hudi_rows
+from tests.stream.judge import compare_events, hudi_commits, hudi_rows
 
 SALE_TOPIC = "tickit.ecomm.sale"
 
@@ -59,3 +59,22 @@ def test_an_empty_landing_still_creates_every_table(tmp_path, spark, thrift_serv
         assert hudi_rows(lake / table) == [] and len(hudi_commits(lake / table)) == 1
     with ThriftCatalog(thrift_server.host, thrift_server.port) as catalog:
         assert registered_tables(catalog, database) == set(all_table_names())
+
+
+def test_a_table_creation_cut_short_is_made_again(tmp_path, spark) -> None:
+    """A process killed inside Hudi's table creation leaves ``.hoodie`` with its ``.schema`` and
+    ``.temp`` folders and no ``hoodie.properties`` (what a SIGKILLed ingestion left of
+    ``schema_change`` in the real-Debezium test); the next run creates those tables again and
+    stores every event."""
+    landing = tmp_path / "landing"
+    simulate(landing, fmt="envelope", scale=0.002, changes=40, inject_bad=0)
+    lake = tmp_path / "lake" / "bronze"
+    for table in ("venue", "schema_change"):
+        for folder in (".schema", ".temp"):
+            (lake / table / ".hoodie" / folder).mkdir(parents=True)
+
+    run = ingest(spark, tmp_path, "unused")
+
+    report = compare_events(run.lake, run.landing)
+    assert report["venue"][0] > 0 and {t: m for t, (_, _, m) in report.items() if m} == {}, report
+    assert hudi_rows(lake / "schema_change") == [] and len(hudi_commits(lake / "schema_change")) == 1
