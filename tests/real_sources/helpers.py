@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import fastavro
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from ingestion.cdc.contracts import TableContract
 from simulator import live
@@ -25,6 +25,32 @@ def record_value(value: bytes, schemas: Mapping[int, str] | None = None) -> dict
         schema = fastavro.parse_schema(json.loads(schemas[int.from_bytes(value[1:5], "big")]))
         return fastavro.schemaless_reader(io.BytesIO(value[5:]), schema, None)  # type: ignore[return-value]
     return json.loads(value)["payload"]
+
+
+def resend_last(bootstrap: str, topic: str, count: int) -> int:
+    """Produce the last ``count`` keyed records of ``topic`` (partition 0) again, key and value
+    byte for byte: the re-delivery a Connect worker makes of changes whose offsets it had not
+    flushed when it died. Returns how many were resent."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "real-sources-resend", "log_level": 0,
+                         "enable.auto.commit": False})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        consumer.assign([TopicPartition(topic, 0, max(low, high - 4 * count))])
+        records: list[tuple[bytes, bytes]] = []
+        read = max(low, high - 4 * count)
+        while read < high:
+            for message in consumer.consume(high - read, timeout=5):
+                if message.error() is None:
+                    read = message.offset() + 1
+                    if message.key() is not None and message.value() is not None:
+                        records.append((message.key(), message.value()))
+    finally:
+        consumer.close()
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0})
+    for key, value in records[-count:]:
+        producer.produce(topic, key=key, value=value, partition=0)
+    assert producer.flush(30) == 0
+    return len(records[-count:])
 
 
 def distinct_changes(bootstrap: str, topics: list[str], schemas: Mapping[int, str] | None = None,
