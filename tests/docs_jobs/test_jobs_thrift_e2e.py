@@ -125,5 +125,8 @@ def test_nightly_job_survives_a_thrift_crash(own_server, spark, tmp_path, webhoo
     resumed = list_runs(settings.home, "nightly")[0]
     assert resumed.status == "success"
     assert resumed.steps[0].status == "skipped (resumed)"
-    assert resumed.steps[1].attempts[0].mode in ("dbt retry", "run")
+    # the failed build wrote its results, so both its retry and the resume start from its failure point
+    assert [a.mode for a in failed.steps[1].attempts] == ["run", "dbt retry"]
+    assert resumed.steps[1].attempts[0].mode == "dbt retry"
+    assert "retry" in resumed.steps[1].attempts[0].command, resumed.steps[1].attempts[0].command
     assert len(webhook.events("job_failed")) == 1  # no new failure alert
