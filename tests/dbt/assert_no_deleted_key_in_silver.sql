@@ -1,19 +1,27 @@
 -- Every silver key whose latest bronze change (largest cdc_order) is a delete must be
 -- absent from silver. Checked for users and sales straight from bronze (staging),
--- independently of the silver state tables.
+-- independently of the silver state tables and of the dedupe macro they use.
 with
 
 latest_user_changes as (
 
-    {{ dedupe(ref('stg_crm__users'), partition_by=['user_id'], order_by=['cdc_order desc'],
-              columns=['user_id', 'is_deleted']) }}
+    select
+        user_id,
+        max_by(is_deleted, cdc_order) as is_deleted
+    from {{ ref('stg_crm__users') }}
+    where not is_truncate
+    group by user_id
 
 ),
 
 latest_sale_changes as (
 
-    {{ dedupe(ref('stg_ecomm__sales'), partition_by=['sale_id'], order_by=['cdc_order desc'],
-              columns=['sale_id', 'is_deleted']) }}
+    select
+        sale_id,
+        max_by(is_deleted, cdc_order) as is_deleted
+    from {{ ref('stg_ecomm__sales') }}
+    where not is_truncate
+    group by sale_id
 
 )
 
