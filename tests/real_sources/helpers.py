@@ -27,30 +27,38 @@ def record_value(value: bytes, schemas: Mapping[int, str] | None = None) -> dict
     return json.loads(value)["payload"]
 
 
+def keyed_records(bootstrap: str, topic: str, last: int | None = None) -> list[tuple[bytes, bytes]]:
+    """(key, value) of the records of ``topic``'s partition 0 that have both (of its ``last``
+    offsets, when given), in offset order; tombstones and keyless truncates left out."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "real-sources-judge", "log_level": 0,
+                         "enable.auto.commit": False})
+    records: list[tuple[bytes, bytes]] = []
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        read = low if last is None else max(low, high - last)
+        consumer.assign([TopicPartition(topic, 0, read)])
+        while read < high:
+            for message in consumer.consume(min(500, high - read), timeout=5):
+                if message.error():
+                    continue
+                read = message.offset() + 1
+                if message.value() is not None and message.key() is not None:
+                    records.append((message.key(), message.value()))
+    finally:
+        consumer.close()
+    return records
+
+
 def resend_last(bootstrap: str, topic: str, count: int) -> int:
     """Produce the last ``count`` keyed records of ``topic`` (partition 0) again, key and value
     byte for byte: the re-delivery a Connect worker makes of changes whose offsets it had not
     flushed when it died. Returns how many were resent."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "real-sources-resend", "log_level": 0,
-                         "enable.auto.commit": False})
-    try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
-        consumer.assign([TopicPartition(topic, 0, max(low, high - 4 * count))])
-        records: list[tuple[bytes, bytes]] = []
-        read = max(low, high - 4 * count)
-        while read < high:
-            for message in consumer.consume(high - read, timeout=5):
-                if message.error() is None:
-                    read = message.offset() + 1
-                    if message.key() is not None and message.value() is not None:
-                        records.append((message.key(), message.value()))
-    finally:
-        consumer.close()
+    records = keyed_records(bootstrap, topic, last=4 * count)[-count:]
     producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0})
-    for key, value in records[-count:]:
+    for key, value in records:
         producer.produce(topic, key=key, value=value, partition=0)
     assert producer.flush(30) == 0
-    return len(records[-count:])
+    return len(records)
 
 
 def distinct_changes(bootstrap: str, topics: list[str], schemas: Mapping[int, str] | None = None,
@@ -58,34 +66,19 @@ def distinct_changes(bootstrap: str, topics: list[str], schemas: Mapping[int, st
     """Per topic, the distinct changes Kafka holds: (key, op, source position), re-deliveries once.
     ``schemas``: the registry's schema texts by id, for Avro values; ``delivered``, when given, gets
     each topic's keyed records counted with their re-deliveries."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "real-sources-judge", "log_level": 0,
-                         "enable.auto.commit": False})
     counts: dict[str, int] = {}
-    try:
-        for topic in topics:
-            seen = set()
-            records = 0
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
-            consumer.assign([TopicPartition(topic, 0, low)])
-            read = low
-            while read < high:
-                for message in consumer.consume(min(500, high - read), timeout=5):
-                    if message.error():
-                        continue
-                    read = message.offset() + 1
-                    if message.value() is None or message.key() is None:
-                        continue  # tombstones; a truncate has no key and no row
-                    payload = record_value(message.value(), schemas)
-                    source = payload["source"]
-                    position = (source.get("lsn"), source.get("txId"), source.get("file"), source.get("pos"),
-                                source.get("row"), source.get("snapshot") not in (None, "false"))
-                    seen.add((message.key(), payload["op"], position))
-                    records += 1
-            counts[topic] = len(seen)
-            if delivered is not None:
-                delivered[topic] = records
-    finally:
-        consumer.close()
+    for topic in topics:
+        records = keyed_records(bootstrap, topic)
+        seen = set()
+        for key, value in records:
+            payload = record_value(value, schemas)
+            source = payload["source"]
+            position = (source.get("lsn"), source.get("txId"), source.get("file"), source.get("pos"),
+                        source.get("row"), source.get("snapshot") not in (None, "false"))
+            seen.add((key, payload["op"], position))
+        counts[topic] = len(seen)
+        if delivered is not None:
+            delivered[topic] = len(records)
     return counts
 
 
