@@ -2,8 +2,9 @@
 
 dbt steps go through ``lakehouse dbt`` (the project's dbt runner: venv dbt, ``profiles/``,
 project env) when that subcommand exists, else straight to the venv's ``dbt`` with the
-same ``--profiles-dir``/``--project-dir``. Each job gets its own dbt target path so that
-``dbt retry`` finds that job's last ``run_results.json`` and parallel jobs never share one.
+same ``--profiles-dir``/``--project-dir``. Each job gets its own dbt target path, so parallel
+jobs never share artifacts; ``dbt retry`` is pointed (``--state``) at the archived results it
+starts from.
 """
 
 from __future__ import annotations
@@ -59,11 +60,15 @@ def expand(value: str, env: dict[str, str]) -> str:
     return _VAR.sub(substitute, value)
 
 
-def step_argv(step: StepSpec, env: dict[str, str], dbt_retry: bool = False) -> list[str]:
-    """The command line of one attempt of ``step`` (``dbt retry`` when resuming a dbt step)."""
+def step_argv(step: StepSpec, env: dict[str, str], retry_state: Path | None = None) -> list[str]:
+    """The command line of one attempt of ``step``.
+
+    With ``retry_state`` (the directory of an earlier attempt's ``run_results.json``) the
+    attempt is ``dbt retry --state <dir>``: it re-runs what that attempt left failed or skipped.
+    """
     args = [expand(a, env) for a in step.args]
-    if dbt_retry:
-        return dbt_argv(["retry"])
+    if retry_state is not None:
+        return dbt_argv(["retry", "--state", str(retry_state)])
     if step.kind == "dbt":
         return dbt_argv(args)
     if step.kind == "lakehouse":

@@ -29,6 +29,22 @@ STATUSES = ("success", "failed", "timed_out", "skipped", "running", "crashed")
 DBT_ARTIFACTS = ("run_results.json", "manifest.json", "sources.json")
 
 
+#: What tells one write of an artifact from another: (inode, size, mtime in ns).
+ArtifactStamp = tuple[int, int, int]
+
+
+def artifact_stamps(target_dir: Path) -> dict[str, ArtifactStamp]:
+    """The dbt artifacts present in ``target_dir``, each with its stamp (taken before an attempt)."""
+    stamps: dict[str, ArtifactStamp] = {}
+    for name in DBT_ARTIFACTS:
+        try:
+            stat = (target_dir / name).stat()
+        except FileNotFoundError:
+            continue
+        stamps[name] = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    return stamps
+
+
 def jobs_root(home: Path) -> Path:
     return home / "jobs"
 
@@ -105,15 +121,16 @@ class RunStore:
     def log_path(self, step_index: int, attempt: int) -> Path:
         return self.dir / f"step-{step_index}-attempt-{attempt}.log"
 
-    def archive_artifacts(self, target_dir: Path, step_index: int, attempt: int, since: float) -> list[str]:
-        """Copy the dbt artifacts written by this attempt (modified at/after ``since``)."""
+    def archive_artifacts(
+        self, target_dir: Path, step_index: int, attempt: int, before: dict[str, ArtifactStamp]
+    ) -> list[str]:
+        """Copy the dbt artifacts this attempt wrote: those whose stamp differs from ``before``."""
         dest = self.dir / "artifacts" / f"step-{step_index}-attempt-{attempt}"
         copied: list[str] = []
-        for name in DBT_ARTIFACTS:
-            source = target_dir / name
-            if source.is_file() and source.stat().st_mtime >= since:
+        for name, stamp in artifact_stamps(target_dir).items():
+            if before.get(name) != stamp:
                 dest.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(source, dest / name)
+                shutil.copy2(target_dir / name, dest / name)
                 copied.append(str((dest / name).relative_to(self.dir)))
         return copied
 

@@ -6,12 +6,14 @@ Behaviour (issue 7):
   ``skipped`` and raises :class:`JobLockedError`.
 - **Retries**: a failed attempt whose log looks like a dropped connection (Thrift server
   gone, connection refused/reset) is retried after an exponential backoff, up to the
-  job's ``retries``. A dbt step that got as far as writing ``run_results.json`` is
-  retried with ``dbt retry`` (from the failure point), otherwise re-run whole.
+  job's ``retries``. A dbt step one of whose attempts got as far as writing
+  ``run_results.json`` is retried with ``dbt retry --state`` on the latest such results
+  (from the failure point), otherwise re-run whole.
 - **Timeout**: one deadline per job; a step still running at the deadline is killed
   (its whole process group) and the run ends ``timed_out``; timeouts are not retried.
 - **Resume**: ``resume=True`` re-runs the job's latest failed run from its failed step
-  (``dbt retry`` where that step is a dbt build/run/test that wrote results).
+  (``dbt retry`` where that step is a dbt build/run/test one of whose attempts wrote
+  results, even if its last attempt, refused by a dead server, wrote none).
 - **History**: run.json, per-attempt logs and the dbt artifacts of every attempt.
 - **Alerts**: exactly one ``job_failed`` alert per run on final failure (failing step
   plus a log excerpt), one ``stale_sources`` alert when ``dbt source freshness`` finds
@@ -37,7 +39,15 @@ from pathlib import Path
 from lakehouse.config import PROJECT_DIR
 from lakehouse.jobs import commands
 from lakehouse.jobs.alerts import Alerter, failure_payload, stale_payload
-from lakehouse.jobs.history import AttemptRecord, RunRecord, RunStore, StepRecord, job_dir, list_runs
+from lakehouse.jobs.history import (
+    AttemptRecord,
+    RunRecord,
+    RunStore,
+    StepRecord,
+    artifact_stamps,
+    job_dir,
+    list_runs,
+)
 from lakehouse.jobs.lock import JobLock, JobLockedError
 from lakehouse.jobs.spec import JobSpec, StepSpec
 
@@ -80,10 +90,8 @@ def log_excerpt(path: Path, lines: int = LOG_EXCERPT_LINES, chars: int = LOG_EXC
     return tail[-chars:]
 
 
-def stale_sources(sources_json: Path, since: float) -> list[str]:
-    """Sources ``dbt source freshness`` found stale (warn/error) in a sources.json written since ``since``."""
-    if not sources_json.is_file() or sources_json.stat().st_mtime < since:
-        return []
+def stale_sources(sources_json: Path) -> list[str]:
+    """Sources ``dbt source freshness`` found stale (warn/error) in ``sources_json``."""
     try:
         results = json.loads(sources_json.read_text()).get("results", [])
     except ValueError:
@@ -159,6 +167,15 @@ def _kill_group(process: subprocess.Popen) -> None:
         process.wait()
 
 
+def _latest_results(step: StepRecord, run_dir: Path) -> Path | None:
+    """The archived artifacts of ``step``'s latest attempt that wrote ``run_results.json``."""
+    for attempt in reversed(step.attempts):
+        for artifact in attempt.artifacts:
+            if artifact.endswith("run_results.json"):
+                return (run_dir / artifact).parent
+    return None
+
+
 class JobRunner:
     """Runs jobs for one ``LAKEHOUSE_HOME``. ``clock`` and ``sleep`` are injectable for tests."""
 
@@ -223,8 +240,8 @@ class JobRunner:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _resume_point(self, job: JobSpec) -> tuple[int, bool, str]:
-        """(index of the step to start at, whether to start it with ``dbt retry``, the failed run's id)."""
+    def _resume_point(self, job: JobSpec) -> tuple[int, Path | None, str]:
+        """(index of the step to start at, the results its ``dbt retry`` starts from, the failed run's id)."""
         previous = next((r for r in list_runs(self.home, job.name) if r.status != "skipped"), None)
         if previous is None or previous.status not in ("failed", "timed_out", "crashed"):
             raise ValueError(f"job '{job.name}' has no failed run to resume (latest: "
@@ -235,26 +252,24 @@ class JobRunner:
             raise ValueError(f"job '{job.name}': run {previous.run_id} does not match the job's steps; "
                              "run it afresh")
         step = job.steps[failed.index - 1]
-        wrote_results = bool(failed.attempts) and any(
-            a.endswith("run_results.json") for a in failed.attempts[-1].artifacts
-        )
-        return failed.index - 1, step.supports_dbt_retry and wrote_results, previous.run_id
+        results = _latest_results(failed, job_dir(self.home, job.name) / "runs" / previous.run_id)
+        return failed.index - 1, results if step.supports_dbt_retry else None, previous.run_id
 
-    def _run_steps(self, job: JobSpec, store: RunStore, resume_point: tuple[int, bool, str] | None) -> None:
+    def _run_steps(self, job: JobSpec, store: RunStore, resume_point: tuple[int, Path | None, str] | None) -> None:
         record = store.record
         deadline = time.monotonic() + job.timeout_seconds
         target = job_dir(self.home, job.name) / "target"
         dbt_logs = job_dir(self.home, job.name) / "dbt-logs"
         target.mkdir(parents=True, exist_ok=True)
         env = commands.step_env(target, dbt_logs, self.base_env)
-        first, retry_first, _ = resume_point or (0, False, None)
+        first, first_retry_state, _ = resume_point or (0, None, None)
         for index, step in enumerate(job.steps):
             step_record = record.steps[index]
             if index < first:
                 step_record.status = "skipped (resumed)"
                 continue
-            use_dbt_retry = retry_first and index == first
-            outcome = self._run_step(job, step, step_record, store, env, target, deadline, use_dbt_retry)
+            retry_state = first_retry_state if index == first else None
+            outcome = self._run_step(job, step, step_record, store, env, target, deadline, retry_state)
             store.save()
             if outcome == "success":
                 continue
@@ -278,16 +293,16 @@ class JobRunner:
 
     def _run_step(
         self, job: JobSpec, step: StepSpec, step_record: StepRecord, store: RunStore,
-        env: dict[str, str], target: Path, deadline: float, use_dbt_retry: bool,
+        env: dict[str, str], target: Path, deadline: float, retry_state: Path | None,
     ) -> str:
         step_record.status = "running"
         max_attempts = 1 + (0 if step.retry_on == "never" else job.retries)
         for attempt in range(1, max_attempts + 1):
-            started_wall = time.time() - 1  # mtime resolution slack for artifact detection
+            artifacts_before = artifact_stamps(target)
             started = self.clock()
             log_path = store.log_path(step_record.index, attempt)
             try:
-                argv = commands.step_argv(step, env, dbt_retry=use_dbt_retry)
+                argv = commands.step_argv(step, env, retry_state)
             except commands.StepConfigError as exc:
                 log_path.write_text(f"{exc}\n")
                 step_record.attempts.append(AttemptRecord(
@@ -296,9 +311,9 @@ class JobRunner:
                 step_record.status = "failed"
                 return "failed"
             self.progress(f"step {step_record.index}/{len(job.steps)} '{step.name}': "
-                          f"{'dbt retry' if use_dbt_retry else 'attempt'} {attempt} started")
+                          f"{'dbt retry' if retry_state else 'attempt'} {attempt} started")
             attempt_record = AttemptRecord(
-                number=attempt, mode="dbt retry" if use_dbt_retry else "run", command=argv,
+                number=attempt, mode="dbt retry" if retry_state else "run", command=argv,
                 started_at=_iso(started), log=log_path.name,
             )
             step_record.attempts.append(attempt_record)
@@ -313,10 +328,11 @@ class JobRunner:
             attempt_record.duration_s = round(time.monotonic() - t0, 3)
             attempt_record.exit_code = result.exit_code
             attempt_record.artifacts = store.archive_artifacts(
-                target, step_record.index, attempt, started_wall
+                target, step_record.index, attempt, artifacts_before
             )
-            if step.is_source_freshness:
-                self._check_freshness(job, store, target, started_wall)
+            [sources] = [a for a in attempt_record.artifacts if a.endswith("sources.json")] or [None]
+            if step.is_source_freshness and sources:
+                self._check_freshness(job, store, store.dir / sources)
             if result.timed_out:
                 attempt_record.outcome = step_record.status = "timed_out"
                 return "timed_out"
@@ -330,12 +346,12 @@ class JobRunner:
             attempt_record.outcome = "transient" if transient else "failed"
             if not transient or attempt == max_attempts:
                 break
-            # Resume a dbt build/run/test from its failure point when it recorded results.
-            use_dbt_retry = step.supports_dbt_retry and any(a.endswith("run_results.json")
-                                                            for a in attempt_record.artifacts)
+            # Resume a dbt build/run/test from its failure point when an attempt recorded results.
+            if step.supports_dbt_retry:
+                retry_state = _latest_results(step_record, store.dir) or retry_state
             wait = job.backoff(attempt)
             log.warning("job %s step '%s' attempt %d failed transiently; retrying in %.0fs%s",
-                        job.name, step.name, attempt, wait, " with dbt retry" if use_dbt_retry else "")
+                        job.name, step.name, attempt, wait, " with dbt retry" if retry_state else "")
             store.save()
             self.progress(f"step {step_record.index} '{step.name}' failed transiently; retry in {wait:.0f}s")
             if time.monotonic() + wait >= deadline:
@@ -345,9 +361,10 @@ class JobRunner:
         step_record.status = "failed"
         return "failed"
 
-    def _check_freshness(self, job: JobSpec, store: RunStore, target: Path, since: float) -> None:
+    def _check_freshness(self, job: JobSpec, store: RunStore, sources_json: Path) -> None:
+        """Alert once per run on the stale sources in this attempt's ``sources.json``."""
         record = store.record
-        stale = stale_sources(target / "sources.json", since)
+        stale = stale_sources(sources_json)
         if not stale or record.stale_sources:
             return  # nothing stale, or already alerted in this run
         record.stale_sources = stale

@@ -29,8 +29,17 @@ def test_not_null_columns_names_each_column_holding_a_null(lakehouse: DbtLakehou
     assert result.returncode != 0
     failures = _failures(lakehouse)
     (name,) = [n for n in failures if n.startswith("not_null_columns_sales_cdc_state")]
-    assert failures[name] == len(nulled)  # one failing row per column holding a null
     assert set(failures) == {name}, failures
+    # the failing rows, as dbt's --store-failures would keep them: each nulled column once, with its count
+    rows = lakehouse.sql(_compiled_code(lakehouse, name))
+    assert sorted(rows) == sorted((column, 1) for column in nulled)
+
+
+def _compiled_code(lakehouse: DbtLakehouse, test_name: str) -> str:
+    """The SQL dbt ran for one test (run_results.json keeps it)."""
+    results = json.loads((lakehouse.dbt.work_dir / "target" / "run_results.json").read_text())
+    [code] = [r["compiled_code"] for r in results["results"] if r["unique_id"].split(".")[2] == test_name]
+    return code
 
 
 def _types(lakehouse: DbtLakehouse) -> list[tuple[str, str]]:

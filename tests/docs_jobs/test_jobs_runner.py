@@ -206,9 +206,20 @@ if args[:2] == ["source", "freshness"]:
     ]
     (target / "sources.json").write_text(json.dumps({"results": results}))
     sys.exit(0)
+which, retried = args[0], None
+if args[0] == "retry":  # like dbt: the previous results come from --state, else the target
+    state = pathlib.Path(args[args.index("--state") + 1]) if "--state" in args else target
+    if not (state / "run_results.json").is_file():
+        print(f"Could not find previous run in '{state}' target directory")
+        sys.exit(2)
+    previous = json.loads((state / "run_results.json").read_text())
+    which, retried = previous["args"]["which"], previous["call"]
+if n in [int(c) for c in os.environ.get("FAKE_DBT_NO_RESULTS_AT", "").split(",") if c]:
+    print("Database Error: TTransportException: Could not connect to any of [('127.0.0.1', 10000)]")
+    sys.exit(1)
 (target / "manifest.json").write_text(json.dumps({"call": n}))
 status = "error" if n == int(os.environ.get("FAKE_DBT_FAIL_AT", "0")) else "success"
-(target / "run_results.json").write_text(json.dumps({"args": {"which": args[0]}, "call": n,
+(target / "run_results.json").write_text(json.dumps({"args": {"which": which}, "call": n, "retried": retried,
                                                      "results": [{"status": status}]}))
 if status == "error":
     print(os.environ.get("FAKE_DBT_ERROR", "Database Error: TTransportException: Could not connect"))
@@ -233,10 +244,11 @@ def test_dbt_step_is_retried_from_the_failure_point_and_artifacts_archived(home,
     record = runner_for(home, None, clock).run(job)
 
     assert record.status == "success"
-    assert fake_dbt() == [["build", "--select", "tag:gold"], ["retry"]]
+    run_dir = home / "jobs/demo/runs" / record.run_id
+    first_results = run_dir / "artifacts/step-1-attempt-1"
+    assert fake_dbt() == [["build", "--select", "tag:gold"], ["retry", "--state", str(first_results)]]
     attempts = record.steps[0].attempts
     assert [a.mode for a in attempts] == ["run", "dbt retry"]
-    run_dir = home / "jobs/demo/runs" / record.run_id
     for number, attempt in enumerate(attempts, start=1):
         assert sorted(Path(a).name for a in attempt.artifacts) == ["manifest.json", "run_results.json"]
         archived = json.loads((run_dir / f"artifacts/step-1-attempt-{number}/run_results.json").read_text())
@@ -255,11 +267,40 @@ def test_resume_reruns_the_failed_dbt_step_with_dbt_retry(home, clock, fake_dbt,
     resumed = runner.run(job, resume=True)
 
     assert resumed.status == "success" and resumed.resumed_from == failed.run_id
-    assert fake_dbt() == [["seed"], ["build"], ["retry"], ["docs", "generate"]]
+    failed_results = home / "jobs/demo/runs" / failed.run_id / "artifacts/step-2-attempt-1"
+    assert fake_dbt() == [["seed"], ["build"], ["retry", "--state", str(failed_results)], ["docs", "generate"]]
     assert [s.status for s in resumed.steps] == ["skipped (resumed)", "success", "success"]
     assert len(webhook.events("job_failed")) == 1
     with pytest.raises(ValueError, match="no failed run"):
         runner.run(job, resume=True)
+
+
+def test_resume_retries_from_the_results_of_an_earlier_attempt_when_the_last_wrote_none(
+    home, clock, fake_dbt, monkeypatch
+):
+    # call 1: the build fails mid-way and writes its results; call 2: its dbt retry cannot reach
+    # the server and writes none (the server is still down); the resume must still start from
+    # call 1's failure point, not rebuild everything
+    monkeypatch.setenv("FAKE_DBT_FAIL_AT", "1")
+    monkeypatch.setenv("FAKE_DBT_NO_RESULTS_AT", "2")
+    job = one_job([{"dbt": "build"}], retries=1)
+    runner = runner_for(home, None, clock)
+    failed = runner.run(job)
+    assert failed.status == "failed"
+    assert [(a.mode, a.outcome) for a in failed.steps[0].attempts] == [("run", "transient"), ("dbt retry", "transient")]
+    assert failed.steps[0].attempts[1].artifacts == []
+
+    clock.advance(hours=1)
+    resumed = runner.run(job, resume=True)
+
+    assert resumed.status == "success"
+    first_results = home / "jobs/demo/runs" / failed.run_id / "artifacts/step-1-attempt-1"
+    assert fake_dbt()[2] == ["retry", "--state", str(first_results)]
+    [attempt] = resumed.steps[0].attempts
+    assert attempt.mode == "dbt retry"
+    [results_file] = [a for a in attempt.artifacts if a.endswith("run_results.json")]
+    results = json.loads((home / "jobs/demo/runs" / resumed.run_id / results_file).read_text())
+    assert (results["args"]["which"], results["retried"]) == ("build", 1)
 
 
 def test_stale_sources_alert_once_and_the_job_goes_on(home, clock, fake_dbt, webhook):

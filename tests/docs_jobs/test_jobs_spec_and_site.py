@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -46,7 +47,9 @@ def test_step_command_lines_and_variable_expansion(monkeypatch):
     assert dbt_step.dbt_command == "build" and dbt_step.supports_dbt_retry
     argv = commands.step_argv(dbt_step, {})
     assert argv[-4:] == ["dbt", "build", "--select", "tag:gold"]
-    assert commands.step_argv(dbt_step, {}, dbt_retry=True)[-2:] == ["dbt", "retry"]
+    assert commands.step_argv(dbt_step, {}, Path("/runs/1/artifacts"))[-4:] == [
+        "dbt", "retry", "--state", "/runs/1/artifacts"
+    ]
     assert commands.step_argv(publish_step, {"BUCKET": "b1"})[-6:] == [
         "docs", "publish", "--bucket", "b1", "--prefix", "docs"
     ]

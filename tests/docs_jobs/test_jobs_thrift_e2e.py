@@ -13,6 +13,7 @@ It starts its own server (never the shared ``thrift_server`` fixture, which it w
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import signal
 import subprocess
@@ -63,6 +64,16 @@ def failure_details(home: Path, output: str) -> str:
                         line for line in lines if "Error" in line or "Failure" in line or "ERROR" in line
                     ][-30:]
     return "\n".join(details)
+
+
+#: The statuses ``dbt retry`` runs again (dbt-core's RETRYABLE_STATUSES, as run_results.json spells them).
+DBT_RETRYABLE = {"error", "fail", "skipped", "runtime error", "partial success"}
+
+
+def node_statuses(run_dir: Path, attempt) -> dict[str, str]:
+    """unique_id -> status in the ``run_results.json`` one attempt archived."""
+    [results] = [a for a in attempt.artifacts if a.endswith("run_results.json")]
+    return {r["unique_id"]: r["status"] for r in json.loads((run_dir / results).read_text())["results"]}
 
 
 def nightly_jobs_file(directory: Path) -> Path:
@@ -125,9 +136,15 @@ def test_nightly_job_survives_a_thrift_crash(own_server, spark, tmp_path, webhoo
     resumed = list_runs(settings.home, "nightly")[0]
     assert resumed.status == "success"
     assert resumed.steps[0].status == "skipped (resumed)"
-    # the first attempt wrote its results, so the retry started from its failure point; the resume
-    # does so when the last attempt wrote results too (a retry refused by the dead server writes none)
+    # the first attempt wrote its results, so the retry and the resume start from its failure point
+    # (a retry refused by the dead server writes none): nodes that first attempt finished are not
+    # run again
     assert [a.mode for a in failed.steps[1].attempts] == ["run", "dbt retry"]
-    last_wrote_results = any(a.endswith("run_results.json") for a in failed.steps[1].attempts[-1].artifacts)
-    assert resumed.steps[1].attempts[0].mode == ("dbt retry" if last_wrote_results else "run")
+    failed_dir = run_dir.parent / failed.run_id
+    first_results = node_statuses(failed_dir, failed.steps[1].attempts[0])
+    left = {node for node, status in first_results.items() if status in DBT_RETRYABLE}
+    assert left and len(left) < len(first_results), "the kill did not land mid-build"
+    [resume_attempt] = resumed.steps[1].attempts
+    assert resume_attempt.mode == "dbt retry"
+    assert set(node_statuses(run_dir.parent / resumed.run_id, resume_attempt)) == left
     assert len(webhook.events("job_failed")) == 1  # no new failure alert
