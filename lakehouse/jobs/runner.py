@@ -330,7 +330,7 @@ class JobRunner:
             attempt_record.artifacts = store.archive_artifacts(
                 target, step_record.index, attempt, artifacts_before
             )
-            [sources] = [a for a in attempt_record.artifacts if a.endswith("sources.json")] or [None]
+            sources = next((a for a in attempt_record.artifacts if a.endswith("sources.json")), None)
             if step.is_source_freshness and sources:
                 self._check_freshness(job, store, store.dir / sources)
             if result.timed_out:
