@@ -88,10 +88,12 @@ def test_hudi_snapshot_keyed_by_unique_key_still_loses_new_versions(scratch: Scr
             assert result.returncode == 0, result.stdout[-3000:]
     rows = scratch.sql(f"select id, city, dbt_valid_to is null from {scratch.relation_schema}.people_history "
                        "order by id, dbt_valid_from")
-    # correct SCD2 would be [(1, Paris, False), (1, Rome, True), (2, Oslo, True)]
-    assert (1, "Rome", True) not in rows, (
-        f"dbt-spark now keeps the new version of a Hudi snapshot row ({rows}): "
-        "macros/hudi/spark__options_clause.sql can go")
+    correct = [(1, "Paris", False), (1, "Rome", True), (2, "Oslo", True)]
+    assert rows != correct, (
+        "dbt-spark now keeps the new version of a Hudi snapshot row: macros/hudi/spark__options_clause.sql can go")
+    # the bug as seen with dbt-spark 1.11.0: the old version is closed, its successor lost (both rows
+    # carry the key id=1, and Hudi keeps one of them)
+    assert rows == [(1, "Paris", False), (2, "Oslo", True)], f"neither the known bug nor SCD2: {rows}"
 
 
 @pytest.mark.slow
