@@ -49,6 +49,15 @@ def table_exists(spark: SparkSession, path: str) -> bool:
     return bool(hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(hadoop_path))
 
 
+def is_created(spark: SparkSession, path: str) -> bool:
+    """Whether ``path`` holds a Hudi table whose creation finished: its first commit (empty or
+    with rows) completed. ``hoodie.properties`` alone, or beside a commit that is still requested
+    or inflight, is what a creation killed before its first commit leaves: such a table has no
+    schema Spark's ``CREATE TABLE ... LOCATION`` can find, and its next write (Hudi rolls the
+    pending commit back first) finishes the creation."""
+    return latest_commit(spark, path) is not None
+
+
 def discard_torn_creation(spark: SparkSession, path: str) -> bool:
     """Remove a table creation that was cut short at ``path``; whether there was one.
 
@@ -172,8 +181,9 @@ def latest_marker(spark: SparkSession, path: str, key: str) -> str | None:
 
 
 def create_empty(spark: SparkSession, path: str, schema: pa.Schema, options: dict[str, str]) -> bool:
-    """Create the Hudi table at ``path`` with ``schema`` and an empty commit, unless it exists."""
-    if table_exists(spark, path):
+    """Create the Hudi table at ``path`` with ``schema`` and an empty commit, unless it exists with a
+    completed commit (``is_created``)."""
+    if is_created(spark, path):
         return False
     spark.createDataFrame([], from_arrow_schema(schema)).write.format("hudi").options(**options) \
         .mode("append").save(path)

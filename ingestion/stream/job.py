@@ -23,7 +23,7 @@ from ingestion.sources.landing import landing_stream, topics_root
 from ingestion.stream.batch import WRITE_THREADS, BatchProcessor, BatchReport, create_empty_table
 from ingestion.stream.bronze import partition_field, table_columns, table_path
 from ingestion.stream.checkpoint import FILE_MANAGER_CONF, file_manager, prepare_checkpoint, query_dir
-from ingestion.stream.hudi_tables import discard_torn_creation, table_exists
+from ingestion.stream.hudi_tables import discard_torn_creation, is_created
 from ingestion.stream.kafka_parse import kafka_chunker
 from ingestion.stream.sync_state import CatalogSyncer
 
@@ -251,8 +251,9 @@ def _open_lake(spark, lake: str, metastore_uri: str | None = None, database: str
     metastore that cannot be reached is one clear IngestError."""
 
     def open_tables(spark) -> list[str]:
-        missing = [table for table in table_columns() if not table_exists(spark, table_path(lake, table))]
-        for table in missing:  # a creation a kill cut short is made again
+        # a creation a kill cut short (no hoodie.properties, or no completed first commit) is made again
+        missing = [table for table in table_columns() if not is_created(spark, table_path(lake, table))]
+        for table in missing:
             discard_torn_creation(spark, table_path(lake, table))
         if create:
             create_missing_tables(spark, lake, metastore_uri, database, missing)

@@ -11,6 +11,7 @@ import shutil
 
 from ingestion.catalog import ThriftCatalog
 from ingestion.catalog.sync import registered_tables
+from ingestion.stream.batch import create_empty_table
 from ingestion.stream.bronze import all_table_names
 from tests.stream.conftest import ingest, simulate
 from tests.stream.judge import compare_events, hudi_commits, hudi_rows
@@ -78,3 +79,31 @@ def test_a_table_creation_cut_short_is_made_again(tmp_path, spark) -> None:
     report = compare_events(run.lake, run.landing)
     assert report["venue"][0] > 0 and {t: m for t, (_, _, m) in report.items() if m} == {}, report
     assert hudi_rows(lake / "schema_change") == [] and len(hudi_commits(lake / "schema_change")) == 1
+
+
+def test_a_table_whose_first_commit_was_cut_short_is_made_again(tmp_path, spark, thrift_server) -> None:
+    """A kill after ``hoodie.properties`` but before the table's first commit completed leaves the
+    commit's ``.requested`` file alone (what a SIGKILLed ingestion left of ``dead_letter`` in the
+    real-Debezium test on 2026-11-28): Hudi's ``CREATE TABLE ... LOCATION`` then finds no schema
+    ("does not contains schema fields") and the table stayed out of the catalog. The next run
+    commits such a table again, empty or with its rows, and registers it."""
+    database = "bronze_torn_first_commit"
+    simulate(tmp_path / "landing", fmt="envelope", scale=0.002, changes=40, inject_bad=0)
+    lake = tmp_path / "lake" / "bronze"
+    for table in ("venue", "dead_letter"):  # rows in the landing / none
+        create_empty_table(spark, str(tmp_path / "lake"), table)
+        meta = lake / table / ".hoodie"
+        for instant in meta.iterdir():
+            if instant.is_file() and instant.name.lstrip(".")[:1].isdigit() and ".commit.requested" not in instant.name:
+                instant.unlink()
+        assert hudi_commits(lake / table) == [] and list(meta.glob("*.commit.requested"))
+
+    run = ingest(spark, tmp_path, database, thrift_server)
+
+    report = compare_events(run.lake, run.landing)
+    assert report["venue"][0] > 0 and {t: m for t, (_, _, m) in report.items() if m} == {}, report
+    assert hudi_rows(lake / "dead_letter") == [] and len(hudi_commits(lake / "dead_letter")) == 1
+    with ThriftCatalog(thrift_server.host, thrift_server.port) as catalog:
+        assert registered_tables(catalog, database) == set(all_table_names())
+    described = {row[0]: row[1] for row in thrift_server.sql(f"DESCRIBE {database}.dead_letter")}
+    assert described["reason"] == "string"
