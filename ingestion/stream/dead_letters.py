@@ -29,7 +29,7 @@ from ingestion.stream.bronze import (
     table_path,
     write_options,
 )
-from ingestion.stream.hudi_tables import latest_commit, table_exists
+from ingestion.stream.hudi_tables import is_created, latest_commit
 from ingestion.stream.late_copies import ANY_OFFSET, LATE_ROWS_OPTIONS, batch_offsets, resolve_late
 from ingestion.stream.parse import LineParser, utc_timestamps
 from ingestion.stream.reading import latest_rows
@@ -176,7 +176,7 @@ def _write_events(spark, lake: str, table: str, data: pa.Table, keys: list[str],
     path = table_path(lake, table)
     frame = _frame(spark, data)
     late = {key: (low, ANY_OFFSET) for key, (low, _) in batch_offsets(frame).items()}
-    if not late or not table_exists(spark, path):
+    if not late or not is_created(spark, path):  # no completed commit: no stored row to resolve against
         return _write(spark, lake, table, frame, marker)
     resolution = resolve_late(frame, path, keys, late, table)
     try:

@@ -50,3 +50,18 @@ def ingest(spark, base: Path, database: str, thrift=None, **overrides) -> Ingest
     log = io.StringIO()
     summary = run_ingest(ingest_options(base, database, thrift, **overrides), spark=spark, log_stream=log)
     return IngestRun(base, base / "landing", base / "lake", database, summary, log.getvalue())
+
+
+def cut_first_commit_short(spark, lake: Path, table: str) -> None:
+    """Leave ``table`` as a kill between ``hoodie.properties`` and its first completed commit leaves
+    it (seen on disk after a SIGKILL on 2026-11-28): created empty by the ingestion's own code,
+    then every instant file but the first commit's ``.requested`` removed."""
+    from ingestion.stream.batch import create_empty_table
+    from tests.stream.judge import hudi_commits
+
+    create_empty_table(spark, str(lake), table)
+    meta = lake / "bronze" / table / ".hoodie"
+    for instant in meta.iterdir():
+        if instant.is_file() and instant.name.lstrip(".")[:1].isdigit() and ".commit.requested" not in instant.name:
+            instant.unlink()
+    assert hudi_commits(lake / "bronze" / table) == [] and list(meta.glob("*.commit.requested"))

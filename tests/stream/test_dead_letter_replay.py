@@ -19,7 +19,7 @@ from ingestion.stream.bronze import bronze_contracts, table_path
 from ingestion.stream.dead_letters import list_dead_letters, replay
 from lakehouse.cli import main as cli_main
 from simulator.oracle import load_oracle
-from tests.stream.conftest import simulate
+from tests.stream.conftest import cut_first_commit_short, simulate
 from tests.stream.judge import dead_letter_tuples_bronze, dead_letter_tuples_oracle, hudi_commits, hudi_rows
 
 NOW = dt.datetime(2026, 2, 1)
@@ -166,3 +166,27 @@ def test_replay_replaces_a_stored_higher_offset_copy_of_the_event(built_lake, tm
     assert [(r["_cdc_kafka_offset"], r["_cdc_landing_file"]) for r in copies()] == [
         (bad["kafka_offset"], bad["landing_file"])]
     assert len(hudi_rows(table_path(lake, table))) == rows_before
+
+
+def test_replay_into_a_table_whose_first_commit_was_cut_short(lake_with_dead_letters, tmp_path, spark) -> None:
+    """A replay can meet a table a kill left with ``hoodie.properties`` and no completed commit:
+    it holds no row to resolve late copies against, and the replay's commit finishes it."""
+    _, lake = lake_with_dead_letters
+    bad = next(d for d in list_dead_letters(str(lake), reason="unknown_op"))
+    document = json.loads(bad["raw_line"])
+    document.get("payload", document)["op"] = "c"
+    fixed_line = json.dumps(document)
+    expected = parse_line(fixed_line.encode(), topic=bad["topic"], partition=bad["kafka_partition"],
+                          offset=bad["kafka_offset"], landing_file=bad["landing_file"], ingested_at=NOW)
+    assert isinstance(expected, BronzeEvent)
+    shutil.rmtree(table_path(lake, expected.table))
+    cut_first_commit_short(spark, lake, expected.table)
+    fixes = tmp_path / "fixes.jsonl"
+    fixes.write_text(json.dumps({"dead_letter_id": bad["dead_letter_id"], "raw_line": fixed_line}) + "\n")
+
+    assert cli_main(["dead-letter", "replay", "--lake", str(lake), "--fixes", str(fixes)]) == 0
+
+    [row] = hudi_rows(table_path(lake, expected.table))
+    assert {k: row[k] for k in expected.row if k != "_cdc_ingested_at"} == {
+        k: v for k, v in expected.row.items() if k != "_cdc_ingested_at"}
+    assert len(hudi_commits(table_path(lake, expected.table))) == 1

@@ -11,9 +11,8 @@ import shutil
 
 from ingestion.catalog import ThriftCatalog
 from ingestion.catalog.sync import registered_tables
-from ingestion.stream.batch import create_empty_table
 from ingestion.stream.bronze import all_table_names
-from tests.stream.conftest import ingest, simulate
+from tests.stream.conftest import cut_first_commit_short, ingest, simulate
 from tests.stream.judge import compare_events, hudi_commits, hudi_rows
 
 SALE_TOPIC = "tickit.ecomm.sale"
@@ -91,12 +90,7 @@ def test_a_table_whose_first_commit_was_cut_short_is_made_again(tmp_path, spark,
     simulate(tmp_path / "landing", fmt="envelope", scale=0.002, changes=40, inject_bad=0)
     lake = tmp_path / "lake" / "bronze"
     for table in ("venue", "dead_letter"):  # rows in the landing / none
-        create_empty_table(spark, str(tmp_path / "lake"), table)
-        meta = lake / table / ".hoodie"
-        for instant in meta.iterdir():
-            if instant.is_file() and instant.name.lstrip(".")[:1].isdigit() and ".commit.requested" not in instant.name:
-                instant.unlink()
-        assert hudi_commits(lake / table) == [] and list(meta.glob("*.commit.requested"))
+        cut_first_commit_short(spark, tmp_path / "lake", table)
 
     run = ingest(spark, tmp_path, database, thrift_server)
 
