@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingestion.stream import IngestOptions, IngestSummary, run_ingest
+from ingestion.stream.batch import create_empty_table
 from simulator.simulation import SimulationOptions, run_simulation
+from tests.stream.judge import hudi_commits
 
 START = dt.datetime(2026, 1, 1)
 
@@ -56,9 +58,6 @@ def cut_first_commit_short(spark, lake: Path, table: str) -> None:
     """Leave ``table`` as a kill between ``hoodie.properties`` and its first completed commit leaves
     it (seen on disk after a SIGKILL on 2026-11-28): created empty by the ingestion's own code,
     then every instant file but the first commit's ``.requested`` removed."""
-    from ingestion.stream.batch import create_empty_table
-    from tests.stream.judge import hudi_commits
-
     create_empty_table(spark, str(lake), table)
     meta = lake / "bronze" / table / ".hoodie"
     for instant in meta.iterdir():
