@@ -99,9 +99,22 @@ def metastore_confs(settings: Settings) -> dict[str, str]:
         "spark.hadoop.datanucleus.cache.level2": "true",
         "spark.hadoop.datanucleus.cache.level2.type": "soft",
         "spark.driver.extraJavaOptions": (
-            f"{marker} -Dderby.system.home={home / 'logs'} -Dderby.language.statementCacheSize=2000"
+            f"{marker} -Dderby.system.home={home / 'logs'} -Dderby.language.statementCacheSize=2000 "
+            + EMBEDDED_METASTORE_PROPERTIES
         ),
     }
+
+
+#: Hive keeps one DataNucleus persistence manager factory per JVM and closes it and builds a
+#: new one whenever a metastore client's datastore settings differ from the last client's.
+#: Spark's Hive client runs with schema verification off and ``autoCreateAll`` on, but the
+#: ``HiveConf`` Hudi's hive sync builds has Hive's defaults (verification on, which forces
+#: ``autoCreateAll`` off), so every sync closed the factory under the server's own statements
+#: and rebuilt it (55 times in one test run), each time with cold map stores: the race
+#: ``prime_embedded_metastore`` removes came back with every rebuild. JVM system properties
+#: are the one place both ``HiveConf``s read the same way, so both now agree and the factory
+#: is built once.
+EMBEDDED_METASTORE_PROPERTIES = "-Dhive.metastore.schema.verification=false -Ddatanucleus.schema.autoCreateAll=true"
 
 
 def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
@@ -313,7 +326,7 @@ def prime_embedded_metastore(host: str, port: int) -> None:
     is null`` in ``JoinMapStore.getValue`` (seen once in a CI run: Hudi's hive sync of two
     dbt models created on four threads right after the server started). Once built, the
     stores are read-only, so one write of each kind before any client connects removes
-    the race.
+    the race, as long as the factory holding them lives (``EMBEDDED_METASTORE_PROPERTIES``).
     """
     with connect(host, port) as conn:
         cursor = conn.cursor()

@@ -73,6 +73,31 @@ def test_embedded_metastore_is_primed_before_use_and_left_clean(thrift_server):
     assert not list(thrift_server.settings.home.rglob(f"{thrift.PRIMER_DATABASE}*"))
 
 
+#: Hive logs this line each time it builds the embedded metastore's persistence manager factory.
+FACTORY_BUILT = "Setting MetaStore object pin classes"
+
+
+def test_hudi_writes_keep_the_one_embedded_metastore_factory(thrift_server):
+    """Hudi's SQL writes open their own metastore clients in the server; each used to close and
+    rebuild the embedded metastore's factory (its settings differed from Spark's client's),
+    bringing back DataNucleus' first-use race the primer removes. A Hudi table written twice
+    through the server must leave the factory built once since the server started."""
+    sql = thrift_server.sql
+    sql("CREATE DATABASE IF NOT EXISTS factory_check")
+    try:
+        sql("CREATE TABLE factory_check.t (id INT, v STRING, p STRING) USING hudi PARTITIONED BY (p)"
+            " TBLPROPERTIES (primaryKey = 'id', type = 'cow')")
+        sql("INSERT INTO factory_check.t VALUES (1, 'a', 'x')")
+        sql("INSERT INTO factory_check.t VALUES (2, 'b', 'y')")
+        assert sql("SELECT id, v FROM factory_check.t ORDER BY id") == [(1, "a"), (2, "b")]
+    finally:
+        sql("DROP DATABASE factory_check CASCADE")
+    log = thrift.log_file(thrift_server.settings).read_text(errors="replace")
+    this_start = log.rsplit("Running Spark version", 1)[-1]  # the log is appended to at each start
+    built = [line for line in this_start.splitlines() if FACTORY_BUILT in line]
+    assert len(built) == 1, built
+
+
 def test_busy_port_is_refused_with_clear_message(thrift_server, tmp_path):
     other = settings_for(tmp_path / "other-home", thrift_server.port)
     with pytest.raises(thrift.ThriftError, match=rf"port 127.0.0.1:{thrift_server.port} is already in use"):
