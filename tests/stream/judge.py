@@ -41,7 +41,9 @@ def compare_events(lake: str | Path, landing: str | Path) -> dict[str, tuple[int
         columns = [name for name, _ in event_columns(table)]
         expected = project(oracle.events(table), columns)
         path = Path(lake) / "bronze" / table
-        actual = project(hudi_rows(path), columns) if (path / ".hoodie").exists() else Counter()
+        # a table whose creation has not written hoodie.properties yet holds no commit
+        created = (path / ".hoodie" / "hoodie.properties").exists()
+        actual = project(hudi_rows(path), columns) if created else Counter()
         mismatches = sum(((expected - actual) + (actual - expected)).values())
         report[table] = (sum(expected.values()), sum(actual.values()), mismatches)
     return report

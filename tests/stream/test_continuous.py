@@ -16,14 +16,23 @@ DATABASE = "bronze_continuous"
 
 
 def _wait_until_exact(lake, landing, timeout: float) -> dict:
+    """Poll hudi-rs reads of bronze until they equal the oracle. The stream writes meanwhile, so
+    a read can meet a table or commit file half written (hudi-rs then raises): that poll counts
+    as not there yet, and the last such error is reported if bronze never gets there."""
     deadline = time.monotonic() + timeout
     report: dict = {}
+    read_error: Exception | None = None
     while time.monotonic() < deadline:
-        report = compare_events(lake, landing)
+        try:
+            report = compare_events(lake, landing)
+        except Exception as exc:  # noqa: BLE001 - hudi-rs's error type is not importable
+            read_error = exc
+            time.sleep(2)
+            continue
         if all(actual == expected and not mismatches for expected, actual, mismatches in report.values()):
             return report
         time.sleep(2)
-    raise AssertionError(f"bronze did not reach the oracle in {timeout}s: {report}")
+    raise AssertionError(f"bronze did not reach the oracle in {timeout}s: {report} (last read error: {read_error})")
 
 
 @pytest.mark.slow  # ~5 minutes on a loaded 2-core machine
