@@ -81,6 +81,18 @@ def spark_env(settings: Settings) -> dict[str, str]:
     return env
 
 
+#: Hive keeps one DataNucleus persistence manager factory per JVM and closes it and builds a
+#: new one whenever a metastore client's datastore settings differ from the last client's.
+#: Spark's Hive client runs with schema verification off and ``autoCreateAll`` on, but the
+#: ``HiveConf`` Hudi's hive sync builds has Hive's defaults (verification on, which forces
+#: ``autoCreateAll`` off), so every sync closed the factory under the server's own statements
+#: and rebuilt it (55 times in one test run), each time with cold map stores: the race
+#: ``prime_embedded_metastore`` removes came back with every rebuild. JVM system properties
+#: are the one place both ``HiveConf``s read the same way, so both now agree and the factory
+#: is built once.
+EMBEDDED_METASTORE_PROPERTIES = "-Dhive.metastore.schema.verification=false -Ddatanucleus.schema.autoCreateAll=true"
+
+
 def metastore_confs(settings: Settings) -> dict[str, str]:
     """The server's metastore: the shared one (``LAKEHOUSE_METASTORE_URI``), else its own Derby."""
     home = settings.home
@@ -103,18 +115,6 @@ def metastore_confs(settings: Settings) -> dict[str, str]:
             + EMBEDDED_METASTORE_PROPERTIES
         ),
     }
-
-
-#: Hive keeps one DataNucleus persistence manager factory per JVM and closes it and builds a
-#: new one whenever a metastore client's datastore settings differ from the last client's.
-#: Spark's Hive client runs with schema verification off and ``autoCreateAll`` on, but the
-#: ``HiveConf`` Hudi's hive sync builds has Hive's defaults (verification on, which forces
-#: ``autoCreateAll`` off), so every sync closed the factory under the server's own statements
-#: and rebuilt it (55 times in one test run), each time with cold map stores: the race
-#: ``prime_embedded_metastore`` removes came back with every rebuild. JVM system properties
-#: are the one place both ``HiveConf``s read the same way, so both now agree and the factory
-#: is built once.
-EMBEDDED_METASTORE_PROPERTIES = "-Dhive.metastore.schema.verification=false -Ddatanucleus.schema.autoCreateAll=true"
 
 
 def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
