@@ -188,3 +188,54 @@ def create_empty(spark: SparkSession, path: str, schema: pa.Schema, options: dic
     spark.createDataFrame([], from_arrow_schema(schema)).write.format("hudi").options(**options) \
         .mode("append").save(path)
     return True
+
+
+@dataclass(frozen=True)
+class BloomFilterMiss:
+    """A record key stored in a base file that the file's own bloom filter does not contain."""
+
+    file: str  # the base file, relative to the table's path
+    key: str
+
+
+#: Base files whose bloom filters ``bloom_filter_miss`` checks, newest commits first.
+BLOOM_CHECK_FILES = 4
+
+
+def bloom_filter_miss(spark: SparkSession, path: str, max_files: int = BLOOM_CHECK_FILES) -> BloomFilterMiss | None:
+    """A key of the table at ``path`` that its base file's bloom filter misses (None: none found).
+
+    The ingestion drops re-delivered events by looking their keys up in the bloom filters of
+    the stored base files (the ``BLOOM`` index). A correct bloom filter never misses a key it
+    was built from, so a miss means the filters were written by another writer: the project's
+    own Hudi writer before it moved onto Apache Hudi hashed keys differently, and a lookup
+    in its files misses most stored keys, so re-delivered events would be stored twice. Checks
+    the smallest and largest record key (from the footer, no data read) of the newest
+    ``max_files`` base files the last ``MARKER_LOOKBACK`` commits wrote.
+    """
+    if not table_exists(spark, path):
+        return None
+    jvm = _jvm(spark)
+    client = _meta_client(spark, path)
+    storage = client.getStorage()
+    timeline = client.getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
+    checked = 0
+    for instant in timeline.getReverseOrderedInstants().limit(MARKER_LOOKBACK).toArray():
+        for stat in timeline.readCommitMetadata(instant).getWriteStats():
+            relative = str(stat.getPath() or "")
+            if not relative.endswith(".parquet") or stat.getNumWrites() == 0:
+                continue
+            file = jvm.org.apache.hudi.storage.StoragePath(client.getBasePath(), relative)
+            if not storage.exists(file):
+                continue  # a version cleaning removed
+            utils = jvm.org.apache.hudi.io.storage.HoodieIOFactory.getIOFactory(storage).getFileFormatUtils(file)
+            bloom = utils.readBloomFilterFromMetadata(storage, file)
+            if bloom is None:
+                continue  # written without one: nothing to look keys up in
+            for key in utils.readMinMaxRecordKeys(storage, file):
+                if not bloom.mightContain(key):
+                    return BloomFilterMiss(relative, str(key))
+            checked += 1
+            if checked >= max_files:
+                return None
+    return None

@@ -64,3 +64,12 @@ def cut_first_commit_short(spark, lake: Path, table: str) -> None:
         if instant.is_file() and instant.name.lstrip(".")[:1].isdigit() and ".commit.requested" not in instant.name:
             instant.unlink()
     assert hudi_commits(lake / "bronze" / table) == [] and list(meta.glob("*.commit.requested"))
+
+
+def land_copy(source: Path, landing: Path, partition: int, offset: int) -> Path:
+    """``source``'s lines landed again in ``partition`` at ``offset`` (a connector re-delivery)."""
+    topic = source.parent.parent.name
+    target = landing / "topics" / topic / f"partition={partition}" / f"{topic}+{partition}+{offset:010d}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(source.read_bytes())
+    return target

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from ingestion.stream.batch import first_delivery
-from tests.stream.conftest import ingest, simulate
+from tests.stream.conftest import ingest, land_copy, simulate
 from tests.stream.judge import compare_events, hudi_rows
 
 ORDER = ["_cdc_kafka_partition", "_cdc_kafka_offset", "_cdc_landing_file"]
@@ -57,15 +57,6 @@ def test_first_delivery_matches_plain_python(spark, deliveries) -> None:
     assert set(kept) == first_per_key(rows, (0, 1))
 
 
-def _copy_file(source: Path, landing: Path, partition: int, offset: int) -> Path:
-    """``source``'s lines landed again in ``partition`` at ``offset`` (a connector re-delivery)."""
-    topic = source.parent.parent.name
-    target = landing / "topics" / topic / f"partition={partition}" / f"{topic}+{partition}+{offset:010d}.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(source.read_bytes())
-    return target
-
-
 def _sale_events(path: Path) -> int:
     lines = path.read_bytes().splitlines()
     return sum(1 for line in lines if line.strip() and line.strip() != b"null" and json.loads(line))
@@ -78,7 +69,7 @@ def test_redeliveries_are_stored_once_and_the_first_delivery_wins(tmp_path, spar
     assert sale_files, "the simulator landed no sale file in partition 1"
     original = sale_files[0]
     # in the same batch: a copy in partition 0, which sorts first, so the copy's delivery is kept
-    early_copy = _copy_file(original, landing, partition=0, offset=900_000)
+    early_copy = land_copy(original, landing, partition=0, offset=900_000)
     first = ingest(spark, tmp_path, "bronze_dedupe")
     copied = _sale_events(original)
     assert copied > 0
@@ -101,7 +92,7 @@ def test_redeliveries_are_stored_once_and_the_first_delivery_wins(tmp_path, spar
     assert base_files and set(base_files.values()) == {1}, base_files
 
     # a later batch re-delivers the same lines again (partition 0 too, a higher offset): dropped
-    late_copy = _copy_file(original, landing, partition=0, offset=950_000)
+    late_copy = land_copy(original, landing, partition=0, offset=950_000)
     second = ingest(spark, tmp_path, "bronze_dedupe")
     assert sum(r.files for r in second.summary.reports) == 1
     assert sum(r.events.get("sale", 0) for r in second.summary.reports) == copied
