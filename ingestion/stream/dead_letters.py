@@ -29,7 +29,7 @@ from ingestion.stream.bronze import (
     table_path,
     write_options,
 )
-from ingestion.stream.hudi_tables import is_created, latest_commit
+from ingestion.stream.hudi_tables import is_created, latest_commit, refuse_foreign_bloom_filters
 from ingestion.stream.late_copies import ANY_OFFSET, LATE_ROWS_OPTIONS, batch_offsets, resolve_late
 from ingestion.stream.parse import LineParser, utc_timestamps
 from ingestion.stream.reading import latest_rows
@@ -130,6 +130,7 @@ def replay(lake: str, rows: list[dict], *, fixes: dict[str, dict] | None = None,
         return result
     marker = json.dumps({"replayed_at": now.isoformat(), "dead_letters": len(resolved)})
     spark = spark_session()
+    refuse_foreign_bloom_filters(spark, [table_path(lake, table) for table in [*sorted(events), DEAD_LETTER_TABLE]])
     builder = LineParser(now)
     contracts = bronze_contracts()
     for table, table_events in sorted(events.items()):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -239,3 +240,31 @@ def bloom_filter_miss(spark: SparkSession, path: str, max_files: int = BLOOM_CHE
             if checked >= max_files:
                 return None
     return None
+
+
+class ForeignBloomFiltersError(RuntimeError):
+    """A table's bloom filters were built by another writer: writing into it would store keys twice."""
+
+    def __init__(self, message: str, hint: str):
+        super().__init__(message)
+        self.hint = hint
+
+
+#: Tables whose bloom filters ``refuse_foreign_bloom_filters`` checks at once.
+BLOOM_CHECK_THREADS = 3
+
+
+def refuse_foreign_bloom_filters(spark: SparkSession, paths: list[str]) -> None:
+    """Raise ``ForeignBloomFiltersError`` for the first of the tables at ``paths`` whose bloom filters
+    miss their own keys (``bloom_filter_miss``): such a lake is rebuilt, never upgraded in place."""
+    with ThreadPoolExecutor(max_workers=BLOOM_CHECK_THREADS, thread_name_prefix="bloom-check") as pool:
+        misses = list(pool.map(lambda path: bloom_filter_miss(spark, path), paths))
+    for path, miss in zip(paths, misses, strict=True):
+        if miss is not None:
+            raise ForeignBloomFiltersError(
+                f"bronze table {path}: the bloom filter of {miss.file} does not contain its own record key "
+                f"{miss.key!r}: the table was written by another writer (the project's own Hudi writer before "
+                "Apache Hudi?), and re-delivered events would be stored twice; nothing was written",
+                "rebuild bronze from the landing zone, never upgrade it in place: lakehouse down, remove the lake "
+                "and the checkpoints, lakehouse ingest --once, then lakehouse dbt build --full-refresh (README, "
+                "Troubleshooting)")

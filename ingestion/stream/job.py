@@ -23,7 +23,12 @@ from ingestion.sources.landing import landing_stream, topics_root
 from ingestion.stream.batch import WRITE_THREADS, BatchProcessor, BatchReport, create_empty_table
 from ingestion.stream.bronze import partition_field, table_columns, table_path
 from ingestion.stream.checkpoint import FILE_MANAGER_CONF, file_manager, prepare_checkpoint, query_dir
-from ingestion.stream.hudi_tables import bloom_filter_miss, discard_torn_creation, is_created
+from ingestion.stream.hudi_tables import (
+    ForeignBloomFiltersError,
+    discard_torn_creation,
+    is_created,
+    refuse_foreign_bloom_filters,
+)
 from ingestion.stream.kafka_parse import kafka_chunker
 from ingestion.stream.sync_state import CatalogSyncer
 
@@ -255,7 +260,11 @@ def _open_lake(spark, lake: str, metastore_uri: str | None = None, database: str
         missing = [table for table in table_columns() if not is_created(spark, table_path(lake, table))]
         for table in missing:
             discard_torn_creation(spark, table_path(lake, table))
-        refuse_foreign_bloom_filters(spark, lake, [table for table in table_columns() if table not in missing])
+        try:
+            refuse_foreign_bloom_filters(spark, [table_path(lake, table) for table in table_columns()
+                                                 if table not in missing])
+        except ForeignBloomFiltersError as exc:
+            raise IngestError(str(exc), exc.hint) from None
         if create:
             create_missing_tables(spark, lake, metastore_uri, database, missing)
         if metastore_uri:
@@ -268,22 +277,6 @@ def _open_lake(spark, lake: str, metastore_uri: str | None = None, database: str
         return [] if create else missing
 
     return _with_lake_errors(spark, lake, metastore_uri, open_tables)
-
-
-def refuse_foreign_bloom_filters(spark, lake: str, tables: list[str]) -> None:
-    """Refuse a lake whose bronze files carry bloom filters another writer built (``bloom_filter_miss``):
-    writing into it would store re-delivered events twice. Such a lake is rebuilt, never upgraded."""
-    with ThreadPoolExecutor(max_workers=WRITE_THREADS, thread_name_prefix="bloom-check") as pool:
-        misses = list(pool.map(lambda table: bloom_filter_miss(spark, table_path(lake, table)), tables))
-    for table, miss in zip(tables, misses, strict=True):
-        if miss is not None:
-            raise IngestError(
-                f"bronze table {table_path(lake, table)}: the bloom filter of {miss.file} does not contain its own "
-                f"record key {miss.key!r}: the table was written by another writer (the project's own Hudi writer "
-                "before Apache Hudi?), and re-delivered events would be stored twice; nothing was written",
-                "rebuild bronze from the landing zone, never upgrade it in place: lakehouse down, remove the lake "
-                "and the checkpoints, lakehouse ingest --once, then lakehouse dbt build --full-refresh (README, "
-                "Troubleshooting)")
 
 
 def _with_lake_errors(spark, lake: str, metastore_uri: str | None, action: Callable[[object], list[str]]) -> list[str]:

@@ -73,6 +73,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_replay(args: argparse.Namespace) -> int:
     from ingestion.stream.dead_letters import DeadLetterError, load_fixes, replay
+    from ingestion.stream.hudi_tables import ForeignBloomFiltersError
     from ingestion.stream.late_copies import ReusedOffsetsError
 
     if not (args.all or args.reason or args.topic or args.table or args.ids or args.fixes):
@@ -85,6 +86,8 @@ def run_replay(args: argparse.Namespace) -> int:
         result = replay(lake, rows, fixes=fixes, dry_run=args.dry_run)
     except (DeadLetterError, ReusedOffsetsError, FileNotFoundError) as exc:
         raise CliError(str(exc)) from None
+    except ForeignBloomFiltersError as exc:
+        raise CliError(str(exc), exc.hint) from None
     verb = "would replay" if args.dry_run else "replayed"
     sys.stdout.write(f"{verb} {sum(result.replayed.values())} events of {result.selected} selected lines "
                      f"{dict(sorted(result.replayed.items()))}; {result.tombstones} tombstones; "

@@ -12,6 +12,7 @@ exactly as the oracle says.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -19,9 +20,11 @@ import pytest
 
 from ingestion.stream import IngestError
 from ingestion.stream.bronze import all_table_names
+from ingestion.stream.dead_letters import list_dead_letters
 from ingestion.stream.hudi_tables import bloom_filter_miss
+from lakehouse.cli import main as cli_main
 from tests.stream.conftest import ingest, land_copy, simulate
-from tests.stream.judge import compare_events, hudi_commits
+from tests.stream.judge import compare_events, hudi_commits, hudi_rows
 
 BLOOM_KEY = b"org.apache.hudi.bloomfilter"
 BLOOM_TYPE_KEY = b"hoodie_bloom_filter_type_code"
@@ -71,3 +74,26 @@ def test_a_lake_with_foreign_bloom_filters_is_refused_before_any_write(tmp_path,
     report = compare_events(run.lake, landing)
     assert report["sale"][1] == report["sale"][0] > 0
     assert {t: m for t, (_, _, m) in report.items() if m} == {}, report
+
+
+def test_a_dead_letter_replay_into_such_a_lake_is_refused_too(tmp_path, spark, capsys) -> None:
+    """The replay deletes replayed lines from the dead-letter table by key (the index again)."""
+    simulate(tmp_path / "landing", fmt="envelope", scale=0.002, changes=60, inject_bad=12)
+    ingest(spark, tmp_path, "unused")
+    lake = tmp_path / "lake"
+    dead_letters = lake / "bronze" / "dead_letter"
+    assert len(hudi_rows(dead_letters)) > 0
+    assert rebuild_bloom_filters(spark, dead_letters) > 0
+    commits = {table: hudi_commits(lake / "bronze" / table) for table in all_table_names()}
+
+    bad = next(d for d in list_dead_letters(str(lake), reason="unknown_op"))
+    document = json.loads(bad["raw_line"])
+    document.get("payload", document)["op"] = "c"  # an operator's fix: the line parses now
+    fixes = tmp_path / "fixes.jsonl"
+    fixes.write_text(json.dumps({"dead_letter_id": bad["dead_letter_id"], "raw_line": json.dumps(document)}) + "\n")
+
+    assert cli_main(["dead-letter", "replay", "--lake", str(lake), "--fixes", str(fixes)]) == 1
+
+    err = capsys.readouterr().err
+    assert f"bronze table {dead_letters}: the bloom filter of" in err and "rebuild bronze" in err
+    assert {table: hudi_commits(lake / "bronze" / table) for table in all_table_names()} == commits
