@@ -250,8 +250,11 @@ class BatchProcessor:
     def __init__(self, landing: str, lake: str, checkpoint: str, *, syncer: CatalogSyncer | None = None,
                  log_stream: TextIO | None = sys.stdout,
                  on_report: Callable[[BatchReport], None] | None = None,
-                 chunker: Chunker | None = None, metastore_uri: str | None = None, database: str = "bronze"):
+                 chunker: Chunker | None = None, metastore_uri: str | None = None, database: str = "bronze",
+                 before_batch: Callable[[], None] | None = None):
         self.landing = landing
+        #: called before each micro-batch writes (the lake lock's check: raises once the lock is lost)
+        self.before_batch = before_batch
         #: a shared Hive Metastore each commit is synced to (Hudi's hive sync), and its database
         self.metastore_uri = metastore_uri
         self.database = database
@@ -283,6 +286,8 @@ class BatchProcessor:
     # -- foreachBatch entry point ---------------------------------------------------
     def __call__(self, files: DataFrame, batch_id: int) -> None:
         """Process one micro-batch (``files``: the landed files, or the records of another source)."""
+        if self.before_batch is not None:
+            self.before_batch()
         started = time.monotonic()
         report = BatchReport(batch_id=batch_id)
         self._query_id = self._query_id or ckpt.query_id(self.checkpoint)

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from ingestion.cdc.contracts import BRONZE_ORDERING_COLUMN, topic_map
 from ingestion.cdc.parser import BronzeEvent, DeadLetter, Tombstone, parse_line
+from ingestion.lake_lock import LakeWriterLock
 from ingestion.stream.bronze import (
     COMMIT_METADATA_PREFIX,
     DEAD_LETTER_KEY,
@@ -92,7 +93,18 @@ class ReplayResult:
 
 def replay(lake: str, rows: list[dict], *, fixes: dict[str, dict] | None = None,
            dry_run: bool = False) -> ReplayResult:
-    """Re-parse ``rows`` (from ``list_dead_letters``) and move the ones that now parse into bronze."""
+    """Re-parse ``rows`` (from ``list_dead_letters``) and move the ones that now parse into bronze.
+
+    Unless ``dry_run``, the lake's writer lock is taken first: while an ingestion (or another replay)
+    writes the lake, the replay is refused with ``LakeLockedError`` before it writes anything.
+    """
+    if dry_run:
+        return _replay(lake, rows, fixes, dry_run=True)
+    with LakeWriterLock(lake):
+        return _replay(lake, rows, fixes, dry_run=False)
+
+
+def _replay(lake: str, rows: list[dict], fixes: dict[str, dict] | None, *, dry_run: bool) -> ReplayResult:
     fixes = fixes or {}
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     topics = topic_map()
@@ -128,6 +140,13 @@ def replay(lake: str, rows: list[dict], *, fixes: dict[str, dict] | None = None,
         resolved.append(row)
     if dry_run or not resolved:
         return result
+    _write_replay(lake, events, resolved, now, result)
+    return result
+
+
+def _write_replay(lake: str, events: dict[str, list[BronzeEvent]], resolved: list[dict], now: dt.datetime,
+                  result: ReplayResult) -> None:
+    """Commit the replayed events to their bronze tables, then delete their dead letters."""
     marker = json.dumps({"replayed_at": now.isoformat(), "dead_letters": len(resolved)})
     spark = spark_session()
     refuse_foreign_bloom_filters(spark, [table_path(lake, table) for table in [*sorted(events), DEAD_LETTER_TABLE]])
@@ -145,7 +164,6 @@ def replay(lake: str, rows: list[dict], *, fixes: dict[str, dict] | None = None,
     if instant:
         result.commits[DEAD_LETTER_TABLE] = instant
     result.removed = len(resolved)
-    return result
 
 
 def first_rows(table: pa.Table, keys: list[str]) -> pa.Table:

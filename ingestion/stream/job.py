@@ -18,6 +18,7 @@ from pyspark.errors import StreamingQueryException
 
 from ingestion import files
 from ingestion.cdc.contracts import topic_map
+from ingestion.lake_lock import LakeLockedError, LakeWriterLock
 from ingestion.sources.kafka import KafkaSourceOptions, kafka_stream
 from ingestion.sources.landing import landing_stream, topics_root
 from ingestion.stream.batch import WRITE_THREADS, BatchProcessor, BatchReport, create_empty_table
@@ -147,8 +148,27 @@ class IngestSummary:
 def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None = sys.stdout,
                on_report: Callable[[BatchReport], None] | None = None,
                stop_event: threading.Event | None = None) -> IngestSummary:
-    """Run the streaming ingestion until done (``once``), timeout or ``stop_event``."""
+    """Run the streaming ingestion until done (``once``), timeout or ``stop_event``.
+
+    The lake's writer lock is held from before the checkpoint is read (or reset) to the end: a
+    second writer on the lake fails (an ``IngestError`` naming the holder) before it reads or writes anything.
+    """
     options.validate()
+    lock = LakeWriterLock(options.lake)
+    try:
+        lock.acquire()
+    except LakeLockedError as exc:
+        raise IngestError(str(exc), exc.hint) from None
+    try:
+        return _run_locked(options, lock, spark=spark, log_stream=log_stream, on_report=on_report,
+                           stop_event=stop_event)
+    finally:
+        lock.release()
+
+
+def _run_locked(options: IngestOptions, lock: LakeWriterLock, *, spark, log_stream: TextIO | None,
+                on_report: Callable[[BatchReport], None] | None,
+                stop_event: threading.Event | None) -> IngestSummary:
     checkpoint = _prepare_checkpoint(options)
     if spark is None:
         from ingestion.spark import local_spark_session
@@ -163,7 +183,7 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
         write_kafka_source(checkpoint, options.kafka_bootstrap, options.kafka_topics())
         processor = BatchProcessor(options.source_location, options.lake, checkpoint, syncer=syncer,
                                    metastore_uri=metastore_uri, database=options.database,
-                                   log_stream=log_stream, on_report=on_report,
+                                   log_stream=log_stream, on_report=on_report, before_batch=lock.check,
                                    chunker=kafka_chunker(options.schema_registry_url))
         source = kafka_stream(spark, KafkaSourceOptions(
             options.kafka_bootstrap, options.kafka_topics(), options.starting_offsets,
@@ -171,7 +191,7 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
     else:
         processor = BatchProcessor(options.landing, options.lake, checkpoint, syncer=syncer,
                                    metastore_uri=metastore_uri, database=options.database,
-                                   log_stream=log_stream, on_report=on_report)
+                                   log_stream=log_stream, on_report=on_report, before_batch=lock.check)
         source = landing_stream(spark, options.landing, max_files_per_trigger=options.max_files_per_trigger,
                                 max_bytes_per_trigger=options.max_bytes_per_trigger)
     # --once: a new lake's first batch creates the tables it has no rows for beside its writes (the

@@ -53,6 +53,11 @@ def job_dir(home: Path, job: str) -> Path:
     return jobs_root(home) / job
 
 
+def group_lock_path(home: Path, group: str) -> Path:
+    """The lock of a lock group's runs (a file beside the jobs' folders, see lock.py)."""
+    return jobs_root(home) / f".{group}.group-lock"
+
+
 @dataclass
 class AttemptRecord:
     number: int

@@ -23,6 +23,7 @@ Behaviour (issue 7):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -36,15 +37,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from lakehouse.config import PROJECT_DIR
+from lakehouse.config import PROJECT_DIR, load_settings
 from lakehouse.jobs import commands
 from lakehouse.jobs.alerts import Alerter, failure_payload, stale_payload
+from lakehouse.jobs.changes import BuiltInstants, bronze_instants, bronze_sources, changed_tables, narrowed_args
 from lakehouse.jobs.history import (
     AttemptRecord,
     RunRecord,
     RunStore,
     StepRecord,
     artifact_stamps,
+    group_lock_path,
     job_dir,
     list_runs,
 )
@@ -66,6 +69,8 @@ TRANSIENT_PATTERNS = re.compile(
 LOG_EXCERPT_LINES = 40
 LOG_EXCERPT_CHARS = 3000
 KILL_GRACE_SECONDS = 10.0
+#: status of a step that only builds changed sources when no bronze table has a new commit
+NOTHING_NEW = "skipped (nothing new)"
 
 
 def utc_now() -> datetime:
@@ -211,9 +216,15 @@ class JobRunner:
             started_at=_iso(started), steps=[StepRecord(i + 1, s.name) for i, s in enumerate(job.steps)],
             resumed_from=resume_point[2] if resume_point else None,
         )
-        lock = JobLock(job_dir(self.home, job.name) / "lock", record.run_id, record.started_at)
+        lock = JobLock(job_dir(self.home, job.name) / "lock", record.run_id, record.started_at, job=job.name)
+        group = JobLock(group_lock_path(self.home, job.lock_group), record.run_id, record.started_at, job=job.name)
         try:
             lock.acquire()
+            try:
+                group.acquire()
+            except JobLockedError:
+                lock.release()
+                raise
         except JobLockedError as exc:
             record.status, record.error = "skipped", str(exc)
             self._finish(RunStore(self.home, record), started)
@@ -235,6 +246,7 @@ class JobRunner:
             raise
         finally:
             self._finish(store, started)
+            group.release()
             lock.release()
         return record
 
@@ -246,7 +258,7 @@ class JobRunner:
         if previous is None or previous.status not in ("failed", "timed_out", "crashed"):
             raise ValueError(f"job '{job.name}' has no failed run to resume (latest: "
                              f"{previous.status if previous else 'none'})")
-        done = ("success", "failed (continued)", "skipped (resumed)")
+        done = ("success", "failed (continued)", "skipped (resumed)", NOTHING_NEW)
         failed = next((s for s in previous.steps if s.status not in done), None)
         if failed is None or len(previous.steps) != len(job.steps):
             raise ValueError(f"job '{job.name}': run {previous.run_id} does not match the job's steps; "
@@ -269,9 +281,21 @@ class JobRunner:
                 step_record.status = "skipped (resumed)"
                 continue
             retry_state = first_retry_state if index == first else None
+            built = None
+            if step.only_changed_sources and retry_state is None:
+                narrowed = self._changed_sources(job, step, index)
+                if narrowed is None:
+                    step_record.status = NOTHING_NEW
+                    self.progress(f"step {step_record.index}/{len(job.steps)} '{step.name}': no bronze table has a "
+                                  "new commit since its last success: not run")
+                    store.save()
+                    continue
+                step, built = narrowed
             outcome = self._run_step(job, step, step_record, store, env, target, deadline, retry_state)
             store.save()
             if outcome == "success":
+                if built is not None:
+                    built[0].save(built[1])
                 continue
             if outcome == "failed" and step.continue_on_failure:
                 step_record.status = "failed (continued)"
@@ -290,6 +314,25 @@ class JobRunner:
             )))
             return
         record.status = "success"
+
+    def _changed_sources(
+        self, job: JobSpec, step: StepSpec, index: int,
+    ) -> tuple[StepSpec, tuple[BuiltInstants, dict[str, str | None]]] | None:
+        """The step narrowed to the bronze tables with new commits and what to record on its success;
+        None when no table changed since its last success."""
+        lake = load_settings().lake
+        sources = bronze_sources(PROJECT_DIR)
+        now = bronze_instants(lake, sorted(sources))
+        record = BuiltInstants(job_dir(self.home, job.name), index + 1, lake)
+        before = record.load()
+        if before is None:
+            return step, (record, now)  # no record yet: build as written
+        changed = changed_tables(before, now)
+        if not changed:
+            return None
+        args = narrowed_args(list(step.args), [sources[table] for table in changed])
+        self.progress(f"step {index + 1}/{len(job.steps)} '{step.name}': new commits in {', '.join(changed)}")
+        return dataclasses.replace(step, args=tuple(args)), (record, now)
 
     def _run_step(
         self, job: JobSpec, step: StepSpec, step_record: StepRecord, store: RunStore,

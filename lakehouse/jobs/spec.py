@@ -33,8 +33,9 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 _JOB_KEYS = {
     "name", "description", "cron", "timezone", "timeout_minutes", "retries", "backoff_seconds",
     "backoff_max_seconds", "alert_on_stale_sources", "steps", "enabled", "stall_timeout_minutes",
+    "lock_group",
 }
-_STEP_KEYS = {"name", "retry_on", "continue_on_failure", *STEP_KINDS}
+_STEP_KEYS = {"name", "retry_on", "continue_on_failure", "only_changed_sources", *STEP_KINDS}
 
 
 class JobSpecError(ValueError):
@@ -51,6 +52,9 @@ class StepSpec:
     retry_on: str = "transient"
     #: Record the failure (and alert on stale sources) but go on with the next step.
     continue_on_failure: bool = False
+    #: A dbt step built only for the bronze tables with new commits since its last success, and not
+    #: run when there are none (``lakehouse.jobs.changes``).
+    only_changed_sources: bool = False
 
     @property
     def dbt_command(self) -> str | None:
@@ -88,6 +92,8 @@ class JobSpec:
     enabled: bool = True
     #: Kill a step that prints nothing for this long and treat it as transient (None: off).
     stall_timeout_seconds: float | None = None
+    #: Jobs of one lock group never run at once (default ``lake``: every job that writes the tables)
+    lock_group: str = "lake"
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def trigger(self) -> CronTrigger | None:
@@ -143,7 +149,13 @@ def _parse_step(raw: Any, index: int, source: str, job: str) -> StepSpec:
     keep_going = raw.get("continue_on_failure", False)
     if not isinstance(keep_going, bool):
         raise _fail(source, where, f"'continue_on_failure' must be true or false, got {keep_going!r}")
-    return StepSpec(name=name, kind=kind, args=args, retry_on=retry_on, continue_on_failure=keep_going)
+    narrowed = raw.get("only_changed_sources", False)
+    if not isinstance(narrowed, bool):
+        raise _fail(source, where, f"'only_changed_sources' must be true or false, got {narrowed!r}")
+    if narrowed and (kind != "dbt" or "--selector" in args):
+        raise _fail(source, where, "'only_changed_sources' applies to dbt steps that select with --select")
+    return StepSpec(name=name, kind=kind, args=args, retry_on=retry_on, continue_on_failure=keep_going,
+                    only_changed_sources=narrowed)
 
 
 def _parse_job(raw: Any, source: str, index: int) -> JobSpec:
@@ -172,8 +184,12 @@ def _parse_job(raw: Any, source: str, index: int) -> JobSpec:
     retries = raw.get("retries", 2)
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise _fail(source, where, f"'retries' must be an integer >= 0, got {retries!r}")
+    lock_group = raw.get("lock_group", "lake")
+    if not isinstance(lock_group, str) or not _NAME.match(lock_group):
+        raise _fail(source, where, f"'lock_group' must match {_NAME.pattern}, got {lock_group!r}")
     return JobSpec(
         name=name,
+        lock_group=lock_group,
         cron=cron,
         timezone=str(timezone),
         steps=steps,

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from lakehouse.config import PROJECT_DIR
 from lakehouse.jobs import commands
 from lakehouse.jobs.alerts import Alerter
+from lakehouse.jobs.changes import ChangedSourcesError, bronze_sources, latest_instant, narrowed_args
 from lakehouse.jobs.history import list_runs
 from lakehouse.jobs.lock import JobLockedError
 from lakehouse.jobs.runner import JobRunner
@@ -347,3 +349,129 @@ def test_a_stalled_step_is_killed_and_retried(home, tmp_path, clock, webhook):
     log = (home / "jobs/demo/runs" / record.run_id / record.steps[0].attempts[0].log).read_text()
     assert "stalled: no output" in log
     assert webhook.received == []
+
+
+def test_jobs_of_one_lock_group_never_run_at_once(home, tmp_path, clock, python_step):
+    """hourly and nightly write the same tables: while one runs the other is refused, naming it."""
+    release, started = tmp_path / "release", tmp_path / "started"
+    waiting = python_step(
+        "import pathlib, time\n"
+        f"pathlib.Path({str(started)!r}).touch()\n"
+        f"while not pathlib.Path({str(release)!r}).exists(): time.sleep(0.05)"
+    )
+    document = {"jobs": [{"name": "hourly", "steps": [waiting]}, {"name": "nightly", "steps": [python_step("1")]},
+                         {"name": "docs", "lock_group": "docs", "steps": [python_step("1")]}]}
+    jobs = parse_jobs(document, "test-jobs.yml")
+    runner = runner_for(home, None, clock)
+    results = {}
+    first = threading.Thread(target=lambda: results.setdefault("hourly", runner.run(jobs["hourly"])))
+    first.start()
+    deadline = time.monotonic() + 20
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert started.exists()
+
+    with pytest.raises(JobLockedError, match="job 'hourly'"):
+        runner.run(jobs["nightly"])
+    assert runner.run(jobs["docs"]).status == "success"  # another group runs beside it
+    release.touch()
+    first.join(20)
+
+    assert results["hourly"].status == "success"
+    assert [r.status for r in list_runs(home, "nightly")] == ["skipped"]
+    assert not (home / "jobs/nightly/lock").exists()  # the refused run left its own lock behind
+    assert runner.run(jobs["nightly"]).status == "success"  # free again once hourly ended
+
+
+def test_a_lock_is_never_seen_without_its_owner(home, tmp_path):
+    """A lock being taken is never read as a torn (dead) record and taken over: of many processes
+    racing for one lock, exactly one holds it."""
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from lakehouse.jobs.lock import JobLock, JobLockedError\n"
+        "path, go, name = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]\n"
+        "while not go.exists(): time.sleep(0.001)\n"
+        "try:\n"
+        "    JobLock(path, name, 'now').acquire()\n"
+        "except JobLockedError:\n"
+        "    sys.exit(3)\n"
+        "print('took', name, flush=True); time.sleep(3)\n"
+    )
+    lock, go = home / "jobs/.lake.group-lock", tmp_path / "go"
+    lock.parent.mkdir(parents=True)
+    racers = [subprocess.Popen([sys.executable, "-c", script, str(lock), str(go), f"run-{i}"],
+                               stdout=subprocess.PIPE, text=True) for i in range(8)]
+    time.sleep(1.5)  # every racer imported and waiting
+    go.touch()
+    outputs = [racer.communicate(timeout=60)[0] for racer in racers]
+    assert sorted(racer.returncode for racer in racers) == [0] + [3] * 7, outputs
+    assert sum("took" in output for output in outputs) == 1
+
+
+def test_only_changed_sources_builds_the_lineage_of_new_bronze_commits(home, tmp_path, clock, fake_dbt, monkeypatch):
+    """hourly's build: skipped when no bronze table has a new commit, narrowed to the changed tables'
+    lineage otherwise, and a failed build's tables built again by the next run."""
+    lake = tmp_path / "lake"
+    monkeypatch.setenv("LAKEHOUSE_LAKE", str(lake))
+    sources = bronze_sources(PROJECT_DIR)
+    assert sources["sale"] == "ecomm.sale" and sources["user"] == "crm.user"
+
+    def commit(table: str, instant: str, state: str = "") -> None:
+        timeline = lake / "bronze" / table / ".hoodie"
+        timeline.mkdir(parents=True, exist_ok=True)
+        (timeline / f"{instant}.commit{state}").write_text("{}")
+
+    for table in sources:
+        commit(table, "20261129010000000")
+    build = "build --select tag:silver tag:gold --exclude-resource-type unit_test"
+    job = one_job([{"dbt": build, "only_changed_sources": True}], retries=0)
+    runner = runner_for(home, None, clock)
+
+    assert runner.run(job).status == "success"  # no record yet: built as written
+    quiet = runner.run(job)  # nothing new
+    assert quiet.status == "success" and quiet.steps[0].status == "skipped (nothing new)"
+    assert quiet.steps[0].attempts == []
+
+    commit("sale", "20261129020000000")
+    commit("venue", "20261129020000001", ".requested")  # not completed: no change yet
+    assert runner.run(job).status == "success"
+    monkeypatch.setenv("FAKE_DBT_FAIL_AT", "3")
+    monkeypatch.setenv("FAKE_DBT_ERROR", "Compilation Error in model users")
+    commit("user", "20261129030000000")
+    assert runner.run(job).status == "failed"
+    assert runner.run(job).status == "success"  # the failed run recorded nothing: user again
+
+    narrowed = ["--select", "tag:silver,source:{0}+", "tag:gold,source:{0}+", "--exclude-resource-type",
+                "unit_test"]
+    assert fake_dbt() == [
+        build.split(),
+        ["build", *(a.format("ecomm.sale") for a in narrowed)],
+        ["build", *(a.format("crm.user") for a in narrowed)],
+        ["build", *(a.format("crm.user") for a in narrowed)],
+    ]
+
+
+def test_narrowed_selection_without_select_terms_and_selectors():
+    assert narrowed_args(["build"], ["ecomm.sale", "ems.venue"]) == [
+        "build", "--select", "source:ecomm.sale+", "source:ems.venue+"]
+    assert narrowed_args(["run", "-s", "tag:gold", "--full-refresh"], ["ecomm.sale"]) == [
+        "run", "--select", "tag:gold,source:ecomm.sale+", "--full-refresh"]
+    with pytest.raises(ChangedSourcesError, match="--selector"):
+        narrowed_args(["build", "--selector", "daily"], ["ecomm.sale"])
+
+
+def test_latest_instant_agrees_with_hudi_rs_on_a_java_written_table(tmp_path):
+    """The timeline listing the jobs compare is the table's newest completed write, as hudi-rs reads it
+    (a table whose second commit was followed by an insert_overwrite_table: a replacecommit)."""
+    import zipfile
+
+    import hudi
+
+    fixture = Path(__file__).parents[1] / "fixtures/hudi-tables/v6_simplekeygen_nonhivestyle_overwritetable.zip"
+    zipfile.ZipFile(fixture).extractall(tmp_path)
+    table = tmp_path / "v6_simplekeygen_nonhivestyle_overwritetable"
+    timeline = hudi.HudiTableBuilder.from_base_uri(str(table)).build().get_timeline()
+    writes = [i.timestamp for i in timeline.get_completed_commits() + timeline.get_completed_replacecommits()]
+    assert latest_instant(str(table)) == max(writes)
+    assert latest_instant(str(tmp_path / "missing")) is None
