@@ -24,7 +24,7 @@ def _settings(args: argparse.Namespace):
 def _start(args: argparse.Namespace) -> int:
     settings = _settings(args)
     try:
-        st = thrift.start(settings, ui=args.ui, timeout=args.timeout)
+        st = thrift.start(settings, ui=args.ui, timeout=args.timeout, allow_remote=args.allow_remote)
     except thrift.ThriftError as exc:
         raise CliError(str(exc), exc.hint) from exc
     print(st.describe())
@@ -72,6 +72,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     start = sub.add_parser("start", help="start the server and wait until it answers SELECT 1")
     common(start)
     start.add_argument("--ui", action="store_true", help="enable the Spark UI (off by default)")
+    start.add_argument("--allow-remote", action="store_true",
+                       help="allow a --host beyond loopback (the server takes unauthenticated SQL: warned)")
     start.add_argument("--timeout", type=float, default=240.0, help="seconds to wait (default 240)")
     start.set_defaults(func=_start)
 

@@ -1,7 +1,8 @@
 """Alert hook: a JSON POST to ``LAKEHOUSE_ALERT_WEBHOOK_URL`` (Slack incoming-webhook compatible).
 
 The payload carries Slack's ``text`` plus structured fields (``event``, ``job``, ``run_id``,
-``failed_step``, ``log_excerpt``, ``stale_sources``) for other receivers. Posting never
+``failed_step``, ``log_excerpt``, ``stale_sources``) for other receivers; secrets are redacted
+from the error and the log excerpt (``lakehouse.jobs.redaction``). Posting never
 raises: an unreachable webhook is logged and recorded in the run history, and the
 job's own outcome stands.
 """
@@ -15,6 +16,8 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from typing import Any
+
+from lakehouse.jobs.redaction import redact
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +73,9 @@ class Alerter:
 def failure_payload(
     job: str, run_id: str, status: str, failed_step: str | None, error: str | None, log_excerpt: str
 ) -> dict[str, Any]:
+    """The ``job_failed`` alert; the error and the log excerpt leave the machine redacted (``redaction``)."""
+    error = redact(error) if error else error
+    log_excerpt = redact(log_excerpt)
     text = (
         f":red_circle: lakehouse job *{job}* {status.replace('_', ' ')} (run {run_id})"
         f"\nfailed step: {failed_step or '-'}\n{error or ''}\n```{log_excerpt}```"

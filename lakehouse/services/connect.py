@@ -30,6 +30,7 @@ from lakehouse.config import Settings
 from lakehouse.services import registry
 from lakehouse.services.databases import Database
 from lakehouse.services.ports import free_port
+from lakehouse.services.private_file import write_private
 from lakehouse.services.thrift import ThriftError, java_executable, tail
 
 SERVICE = "connect"
@@ -171,8 +172,8 @@ def _write_properties(path: Path, values: dict[str, str]) -> None:
     def escape(text: str) -> str:
         return text.replace("\\", "\\\\").replace("\n", "\\n").replace("=", "\\=").replace(":", "\\:")
 
-    path.write_text("".join(f"{key}={escape(value)}\n" for key, value in values.items()))
-    path.chmod(0o600)  # a connector's file holds its database password
+    # a connector's file holds its database password
+    write_private(path, "".join(f"{key}={escape(value)}\n" for key, value in values.items()))
 
 
 def _is_our_worker(pid: int, settings: Settings) -> bool:

@@ -31,6 +31,7 @@ from pathlib import Path
 from lakehouse.config import Settings
 from lakehouse.services import registry
 from lakehouse.services.ports import free_port
+from lakehouse.services.private_file import write_private
 from lakehouse.services.thrift import port_open, tail
 
 USER = "lakehouse"
@@ -64,8 +65,7 @@ def sources_dir(settings: Settings) -> Path:
 def _password(data_dir: Path) -> str:
     path = data_dir.parent / f"{data_dir.name}.password"
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(18) + "\n")
-        path.chmod(0o600)
+        write_private(path, secrets.token_urlsafe(18) + "\n")
     return path.read_text().strip()
 
 
@@ -164,12 +164,15 @@ def postgres_data_dir(settings: Settings, root: Path | None = None, name: str = 
 
 
 def start_postgres(settings: Settings, port: int | None = None, timeout: float = 60.0, *,
-                   root: Path | None = None, name: str = "postgres", database: str = "tickit") -> Database:
+                   root: Path | None = None, name: str = "postgres", database: str = "tickit",
+                   durable: bool = False) -> Database:
     """Start (idempotent) a PostgreSQL server of this home, logical decoding on, with ``database``.
 
     The default is the PostgreSQL source (``<home>/sources/postgres``, database ``tickit``);
     ``root``/``name`` give another server its own data directory, password, port and PID file
-    (the shared metastore's database, ``lakehouse.services.metastore``).
+    (the shared metastore's database, ``lakehouse.services.metastore``). ``durable``: PostgreSQL's
+    own ``fsync`` and full-page writes stay on (the metastore's catalog must survive a power cut);
+    the demo's source database runs without them.
     """
     root = root or sources_dir(settings)
     root.mkdir(parents=True, exist_ok=True)
@@ -186,8 +189,7 @@ def start_postgres(settings: Settings, port: int | None = None, timeout: float =
         data.mkdir(mode=0o700, exist_ok=True)
         _postgres_owner(data)
         pwfile = data.parent / "initdb.pwfile"
-        pwfile.write_text(password + "\n")
-        pwfile.chmod(0o600)
+        write_private(pwfile, password + "\n")
         _postgres_owner(pwfile)
         try:
             _run(_as_postgres_user([postgres_bin("initdb"), "-D", str(data), "-U", USER, "--pwfile", str(pwfile),
@@ -198,7 +200,7 @@ def start_postgres(settings: Settings, port: int | None = None, timeout: float =
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
     options = ["-c", f"listen_addresses={HOST}", "-c", f"port={port}", "-c", "unix_socket_directories=",
                "-c", "wal_level=logical", "-c", "max_replication_slots=8", "-c", "max_wal_senders=8",
-               "-c", "fsync=off", "-c", "full_page_writes=off"]
+               *([] if durable else ["-c", "fsync=off", "-c", "full_page_writes=off"])]
     with open(log, "ab") as out:
         proc = subprocess.Popen(  # noqa: S603 - fixed command
             _as_postgres_user([postgres_bin("postgres"), "-D", str(data), *options]),
@@ -253,12 +255,11 @@ def start_mariadb(settings: Settings, port: int | None = None, timeout: float = 
         _run([install, f"--datadir={data}", "--auth-root-authentication-method=socket",
               "--skip-test-db", *user], "mariadb-install-db")
     init = root / "mariadb-init.sql"
-    init.write_text(
+    write_private(init,
         f"CREATE DATABASE IF NOT EXISTS ecomm;\n"
         f"CREATE USER IF NOT EXISTS '{USER}'@'{HOST}' IDENTIFIED BY '{password}';\n"
         f"GRANT ALL PRIVILEGES ON *.* TO '{USER}'@'{HOST}' WITH GRANT OPTION;\n"
     )
-    init.chmod(0o600)
     log = settings.logs_dir / "mariadb.log"
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
     options = [f"--datadir={data}", f"--port={port}", f"--bind-address={HOST}", f"--socket={root / 'mariadb.sock'}",

@@ -24,6 +24,7 @@ from xml.sax.saxutils import escape
 
 from lakehouse.config import Settings
 from lakehouse.services import databases, registry
+from lakehouse.services.private_file import write_private
 from lakehouse.services.thrift import java_executable, port_open
 
 SERVICE = "metastore"
@@ -126,10 +127,8 @@ def _write_site(settings: Settings, db: databases.Database) -> Path:
     body = "".join(f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n"
                    for k, v in _site_properties(settings, db).items())
     site = conf / "metastore-site.xml"
-    tmp = site.with_suffix(".tmp")
-    tmp.write_text(f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n')
-    tmp.chmod(0o600)  # it holds the database password
-    tmp.replace(site)
+    # it holds the database password
+    write_private(site, f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n')
     return conf
 
 
@@ -184,7 +183,8 @@ def start(settings: Settings, timeout: float = 120.0) -> MetastoreStatus:
         raise MetastoreError(f"{HOST}:{settings.metastore_port} is taken by another process",
                              "stop it, or choose another port: LAKEHOUSE_METASTORE_PORT")
     _jars()
-    db = databases.start_postgres(settings, root=metastore_dir(settings), name=DATABASE_SERVICE, database=DATABASE)
+    db = databases.start_postgres(settings, root=metastore_dir(settings), name=DATABASE_SERVICE, database=DATABASE,
+                                 durable=True)
     conf = _write_site(settings, db)
     _init_schema(settings, conf, db)
     log = settings.logs_dir / "metastore.log"

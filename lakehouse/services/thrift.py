@@ -10,6 +10,7 @@ this PID still runs a Thrift server for the same home.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import shutil
 import signal
@@ -255,8 +256,36 @@ def status(settings: Settings) -> ServerStatus:
     )
 
 
-def start(settings: Settings, ui: bool = False, timeout: float = 240.0) -> ServerStatus:
-    """Start the server (idempotent) and wait until ``SELECT 1`` answers."""
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps a server on this machine (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind_host(host: str, allow_remote: bool) -> None:
+    """Refuse a bind address beyond loopback unless asked for explicitly (``--allow-remote`` or
+    ``LAKEHOUSE_ALLOW_REMOTE_BIND=1``), and warn when it is: the server takes unauthenticated SQL."""
+    if is_loopback(host):
+        return
+    if not (allow_remote or os.environ.get("LAKEHOUSE_ALLOW_REMOTE_BIND") == "1"):
+        raise ThriftError(
+            f"refusing to bind the Thrift server to {host}: it accepts unauthenticated SQL from anyone who "
+            "reaches that address",
+            hint="bind 127.0.0.1 (the default), or pass --allow-remote (LAKEHOUSE_ALLOW_REMOTE_BIND=1) behind a "
+            "firewall you control",
+        )
+    print(f"warning: the Thrift server binds {host}: anyone who reaches it can run SQL without a password",
+          file=sys.stderr)
+
+
+def start(settings: Settings, ui: bool = False, timeout: float = 240.0, allow_remote: bool = False) -> ServerStatus:
+    """Start the server (idempotent) and wait until ``SELECT 1`` answers; a bind address beyond loopback
+    needs ``allow_remote`` (``check_bind_host``)."""
+    check_bind_host(settings.thrift_host, allow_remote)
     current = status(settings)
     if current.running:
         if not current.answering:

@@ -4,7 +4,9 @@
   typed. Staging passes them through under their source names, and the state and the
   published silver models after it, so an added column reaches silver with the next
   incremental build (the state tables' `on_schema_change: sync_all_columns` adds it).
-  Read from the relations when the model runs; nothing at parse time.
+  Read from the relations when the model runs; nothing at parse time. The names come back
+  quoted (`adapter.quote`): a source may add a column named like a SQL keyword (`join`,
+  `union`) or one that is no plain identifier.
 -#}
 
 {#- `, col, ...` for a staging model: the columns of source `source_name`.`table_name` beyond
@@ -33,7 +35,7 @@
     {%- for column in cdc_relation_column_names(source_relation) -%}
         {%- set name = column | lower -%}
         {%- if name not in declared and not name.startswith('_cdc_') and not name.startswith('_hoodie_') -%}
-            {%- do added.append(name) -%}
+            {%- do added.append(adapter.quote(name)) -%}
         {%- endif -%}
     {%- endfor -%}
     {{ return(added) }}
@@ -49,7 +51,7 @@
     {%- set added = [] -%}
     {%- for column in cdc_relation_column_names(relation) -%}
         {%- if column | lower not in skip and not (column | lower).startswith('_hoodie_') -%}
-            {%- do added.append(column | lower) -%}
+            {%- do added.append(adapter.quote(column | lower)) -%}
         {%- endif -%}
     {%- endfor -%}
     {{ return(added) }}

@@ -24,12 +24,16 @@ LAKEHOUSE = os.path.join(os.path.dirname(sys.executable), "lakehouse")
 NO_POSTGRESQL = not list(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
 
 
-def _schema_version(settings) -> list[tuple]:
+def _metastore_db(settings, query: str) -> list[tuple]:
     directory = metastore.metastore_dir(settings)
     with psycopg.connect(host="127.0.0.1", port=int((directory / "metastore-db.port").read_text()),
                          user="lakehouse", password=(directory / "metastore-db.password").read_text().strip(),
                          dbname="metastore") as conn:
-        return conn.execute('select "SCHEMA_VERSION" from "VERSION"').fetchall()
+        return conn.execute(query).fetchall()
+
+
+def _schema_version(settings) -> list[tuple]:
+    return _metastore_db(settings, 'select "SCHEMA_VERSION" from "VERSION"')
 
 
 @pytest.mark.skipif(NO_POSTGRESQL, reason="PostgreSQL is not installed (set-up with LAKEHOUSE_SKIP_SOURCES=1)")
@@ -54,6 +58,11 @@ def test_metastore_starts_on_loopback_with_hives_schema_and_stops_by_pid(tmp_pat
             assert_loopback_only(process_tree(registry.read(settings, name).pid), name)
         assert _schema_version(settings) == [("4.0.0",)]
         assert (metastore.metastore_dir(settings) / "conf" / "metastore-site.xml").stat().st_mode & 0o077 == 0
+        assert (metastore.metastore_dir(settings) / "metastore-db.password").stat().st_mode & 0o077 == 0
+        # the catalog's database survives a power cut: PostgreSQL's own durability settings are on
+        assert _metastore_db(settings, "select name, setting from pg_settings where name in "
+                                       "('fsync', 'full_page_writes') order by name") == [
+            ("fsync", "on"), ("full_page_writes", "on")]
 
         again = run("metastore", "start")  # idempotent: the same process
         assert again.returncode == 0 and registry.read(settings, metastore.SERVICE) == first
