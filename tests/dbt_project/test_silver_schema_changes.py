@@ -5,7 +5,8 @@ ingestion writes them after ``ALTER TABLE venue ALTER venueseats TYPE bigint, AD
 boolean`` at the source (``tests/stream/test_schema_evolution.py`` proves the ingestion
 writes exactly this: bronze gains ``vip`` after the ``_cdc_*`` columns and ``venueseats``
 becomes bigint through Hudi's evolution on write); a second added column is named like a SQL
-keyword (``join``), which the generated SQL must quote. The next incremental ``dbt run`` (no
+literal (``null``: unquoted, Spark reads the literal and the column's values are lost), which
+the generated SQL must quote. The next incremental ``dbt run`` (no
 ``--full-refresh``) must carry them into the state table and the published view: the new
 columns with the events' values (null for keys without a newer event), a value beyond int
 intact, and every other row as the oracle (the fixture's source rows) says.
@@ -28,20 +29,20 @@ BIG = 5_000_000_000
 
 
 def _evolved_venue_commit(lakehouse: DbtLakehouse, events: list[dict], vip: dict[int, bool | None]) -> None:
-    """Venue events in bronze's evolved schema: ``venueseats`` bigint, ``vip`` boolean and ``join``
-    string appended (``join``: the vip flag's text)."""
+    """Venue events in bronze's evolved schema: ``venueseats`` bigint, ``vip`` boolean and
+    ``null`` string appended (``null``: the vip flag's text)."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from ingestion.stream.bronze import arrow_schema
 
     columns = tuple(("venueseats", "bigint") if name == "venueseats" else (name, kind)
-                    for name, kind in table_columns()["venue"]) + (("vip", "boolean"), ("join", "string"))
+                    for name, kind in table_columns()["venue"]) + (("vip", "boolean"), ("null", "string"))
     schema = utc_timestamps(arrow_schema(columns))
     rows = []
     for event in events:
         flag = vip.get(event["venueid"])
-        full = dict(event, vip=flag, join=None if flag is None else str(flag))
+        full = dict(event, vip=flag, **{"null": None if flag is None else str(flag)})
         full["_cdc_ingested_at"] = full.get("_cdc_ingested_at") or full["_cdc_source_ts"]
         rows.append(tuple(full.get(name) for name in schema.names))
     spark = lakehouse.loader.spark
@@ -76,10 +77,10 @@ def test_an_added_column_and_a_widened_type_reach_silver_incrementally(lakehouse
 
     lakehouse.dbt.run("run", *VENUES)
     assert lakehouse.silver_differences(("venue",)) == {}
-    got = {row[0]: row[1:] for row in lakehouse.sql("select venue_id, vip, `join` from silver.venues")}
+    got = {row[0]: row[1:] for row in lakehouse.sql("select venue_id, vip, `null` from silver.venues")}
     assert got == {1: (True, "True"), 2: (None, None), 3: (None, None), 4: (None, None), 5: (None, None)}
     types = {row[0]: row[1] for row in lakehouse.sql("describe silver.venues_cdc_state")}
-    assert (types["venue_seats"], types["vip"], types["join"]) == ("bigint", "boolean", "string")
+    assert (types["venue_seats"], types["vip"], types["null"]) == ("bigint", "boolean", "string")
     assert lakehouse.sql("select venue_seats from silver.venues where venue_id = 1") == [(BIG,)]
-    # the docs site shows `vip` and `join`; the build warns (does not fail) until the YAML describes them
+    # the docs site shows `vip` and `null`; the build warns (does not fail) until the YAML describes them
     assert _documentation_check(lakehouse) == ("warn", 2)
