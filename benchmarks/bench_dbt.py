@@ -8,7 +8,11 @@ simulate (scale S) -> ingest -> dbt, then prints medians of several runs:
     incrementally after ~1% changes (simulated + ingested), --runs times in a row as
     scheduled runs do (table services that run every Nth commit, such as cleaning or a
     merge-on-read table's compaction, fall inside the measured runs), as a ratio to a full
-    refresh of the same models (--full-runs, afterwards) (goal at scale 10: <= 0.25).
+    refresh of the same models (--full-runs, afterwards) (goal at scale 10: <= 0.25);
+  - the `hourly` job (`lakehouse jobs run hourly`: ingest, then the build of silver and gold
+    narrowed to the bronze tables with new commits) with nothing new landed, --idle-runs
+    times, alternating with its build step as written (the same dbt command unnarrowed: what
+    the job ran before), whole job and dbt step (goal at scale 10: <= 30 s whole, <= 15 s dbt).
 
 Each dbt command runs the way the project runs it (`lakehouse dbt`, jobs, demo): the `dbt`
 executable of the project's environment.
@@ -119,6 +123,8 @@ def main() -> None:
                         help="runs of the full dbt build (default: --runs; 0 measures the silver ratio only)")
     parser.add_argument("--select", default="tag:silver tag:gold",
                         help="the models of the incremental / full-refresh ratio (dbt selection)")
+    parser.add_argument("--idle-runs", type=int, default=3,
+                        help="hourly job runs with nothing new landed, each beside its unnarrowed build (0: none)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary LAKEHOUSE_HOME")
     args = parser.parse_args()
     if args.scale <= 0 or args.runs < 1 or args.full_runs < 1 or args.warmup < 0 or not 0 < args.change_pct <= 100:
@@ -167,6 +173,8 @@ def main() -> None:
             runs.add_full(full_s, instance.dbt_elapsed(), instance.node_seconds())
             console.print(f"full refresh #{run + 1}: {full_s:.1f} s (dbt elapsed {runs.full_work[-1]:.1f} s)")
 
+        idle = idle_hourly_runs(instance, args.idle_runs)
+
         table = Table(title=f"dbt on the embedded default, scale {args.scale}, {os.cpu_count()} cores, "
                             f"{args.threads} dbt threads ({args.runs} incremental runs, "
                             f"{args.full_runs} full refreshes, {args.warmup} warm-up)")
@@ -185,6 +193,15 @@ def main() -> None:
                       f"{statistics.fmean(runs.incremental) / median(runs.full):.2f}", "")
         table.add_row("  same, dbt elapsed only (medians)",
                       f"{median(runs.incremental_work) / median(runs.full_work):.2f}", "")
+        if idle.whole:
+            table.add_row("hourly job, nothing new: whole (ingest + build step)", f"{median(idle.whole):.1f} s",
+                          "<= 30 s at scale 10")
+            table.add_row("  its build step (skipped: no new bronze commit)", f"{median(idle.step):.1f} s",
+                          "<= 15 s at scale 10")
+            table.add_row("  the build step as written, nothing new (before: not narrowed)",
+                          f"{median(idle.unnarrowed):.1f} s", "")
+            table.add_row("  build step / as written (medians)", f"{median(idle.step) / median(idle.unnarrowed):.2f}",
+                          "")
         console.print(table)
         if build_nodes:
             console.print(build_breakdown(build_nodes[-1]))
@@ -193,6 +210,40 @@ def main() -> None:
         thrift.stop(instance.settings)
         if not args.keep:
             shutil.rmtree(home, ignore_errors=True)
+
+
+@dataclasses.dataclass
+class IdleRuns:
+    """The hourly job with nothing new: whole runs, their build step, and the step's command unnarrowed."""
+
+    whole: list[float] = dataclasses.field(default_factory=list)
+    step: list[float] = dataclasses.field(default_factory=list)
+    unnarrowed: list[float] = dataclasses.field(default_factory=list)
+
+
+def idle_hourly_runs(instance: Instance, runs: int) -> IdleRuns:
+    """``lakehouse jobs run hourly`` with nothing new landed, alternating with its build step's dbt
+    command as written. One untimed run first records the bronze instants the step starts from."""
+    idle = IdleRuns()
+    if runs <= 0:
+        return idle
+    instance.lakehouse("jobs", "run", "hourly", what="hourly (recording the bronze instants)")
+    build = ["build", "--select", "tag:silver", "tag:gold", "--exclude-resource-type", "unit_test"]
+    for _ in range(runs):
+        idle.whole.append(instance.lakehouse("jobs", "run", "hourly", what="hourly, nothing new"))
+        record = latest_run(instance.home / "jobs" / "hourly")
+        step = record["steps"][-1]
+        idle.step.append(sum(a["duration_s"] for a in step["attempts"]))
+        idle.unnarrowed.append(instance.dbt(*build))
+        console.print(f"hourly, nothing new: {idle.whole[-1]:.1f} s whole, build step {step['status']} "
+                      f"{idle.step[-1]:.1f} s; the step as written {idle.unnarrowed[-1]:.1f} s")
+    return idle
+
+
+def latest_run(job_dir: Path) -> dict:
+    """The newest run record of a job (run ids sort by start time)."""
+    newest = max((job_dir / "runs").iterdir(), key=lambda path: path.name)
+    return json.loads((newest / "run.json").read_text())
 
 
 def build_breakdown(results: list[dict], top: int = 15) -> Table:
