@@ -79,6 +79,7 @@ def ingest_once(spark, landing: Path, work: Path, parser: str, spark_reads: bool
     ``kafka_bootstrap``: read ``topics`` from this broker instead of the landing zone
     (``ingest --kafka-bootstrap --once``; fresh checkpoints: from the earliest offsets).
     """
+    from ingestion.sources import landing as landing_module
     from ingestion.stream import batch as batch_module
 
     if work.exists():
@@ -88,9 +89,9 @@ def ingest_once(spark, landing: Path, work: Path, parser: str, spark_reads: bool
                             starting_offsets="earliest")
     previous = os.environ.get(PARSER_ENV)
     os.environ[PARSER_ENV] = parser
-    reads_in_workers = batch_module.reads_in_workers
+    reads_in_workers = landing_module.reads_in_workers
     if spark_reads:
-        batch_module.reads_in_workers = lambda landing: False
+        landing_module.reads_in_workers = lambda landing: False
     write_threads = batch_module.WRITE_THREADS
     if serial_writes:
         batch_module.WRITE_THREADS = 1
@@ -99,7 +100,7 @@ def ingest_once(spark, landing: Path, work: Path, parser: str, spark_reads: bool
         summary = run_ingest(options, spark=spark, log_stream=None)
         elapsed = time.perf_counter() - started
     finally:
-        batch_module.reads_in_workers = reads_in_workers
+        landing_module.reads_in_workers = reads_in_workers
         batch_module.WRITE_THREADS = write_threads
         if previous is None:
             os.environ.pop(PARSER_ENV, None)

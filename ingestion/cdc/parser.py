@@ -35,7 +35,11 @@ feed the column -> ``incompatible_schema``, a value that does not fit the column
 a position field (a PostgreSQL ``sequence`` read for want of ``lsn`` included) or source
 timestamp that cannot be rendered -> ``type_mismatch``.
 ``parse_line`` never raises for a bad line: anything else unexpected is dead-lettered
-as ``incompatible_schema`` with the exception in the message.
+as ``incompatible_schema`` with the exception in the message. "Not JSON" includes nesting
+arrays/objects deeper than ``MAX_JSON_DEPTH`` (64), found on the text before anything
+recurses; an added column bronze cannot hold (not an ASCII identifier, a ``_cdc_`` or
+``_hoodie`` prefix in any case, a name equal but for case to another column) is
+``incompatible_schema``.
 
 Row values: ``c``/``u``/``r`` from ``after``, ``d`` from ``before`` (envelope) or the
 flattened row; contract columns absent from the image are None (PostgreSQL REPLICA
@@ -54,12 +58,13 @@ import base64
 import datetime as dt
 import functools
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ingestion.cdc.contract_generator import schema_type
-from ingestion.cdc.contracts import BRONZE_METADATA_COLUMNS, TableContract, topic_map
+from ingestion.cdc.contracts import TableContract, topic_map
 from ingestion.cdc.landing import LandingFile
 from ingestion.cdc.position import (
     POSITION_SOURCE_FIELDS,
@@ -96,6 +101,11 @@ UNKNOWN_SCHEMA_ID = "unknown_schema_id"
 REGISTRY_UNAVAILABLE = "registry_unavailable"
 #: A landing file of a sink format the ingestion does not read (dead-lettered whole).
 UNSUPPORTED_FORMAT = "unsupported_format"
+#: A landing file deleted after the stream listed it, before it was read (its path is the raw line).
+FILE_VANISHED = "file_vanished"
+#: A landing file larger than a worker reads (``ingestion.stream.parse.MAX_LANDING_FILE_BYTES``; its path
+#: is the raw line).
+FILE_TOO_LARGE = "file_too_large"
 REASON_CODES = (
     MALFORMED_JSON,
     BAD_ENCODING,
@@ -108,9 +118,41 @@ REASON_CODES = (
     UNKNOWN_SCHEMA_ID,
     REGISTRY_UNAVAILABLE,
     UNSUPPORTED_FORMAT,
+    FILE_VANISHED,
+    FILE_TOO_LARGE,
 )
 
-_METADATA_NAMES = frozenset(name for name, _ in BRONZE_METADATA_COLUMNS)
+#: Name prefixes (any case) an added column may not take: bronze's metadata and Hudi's meta columns.
+_RESERVED_PREFIXES = ("_cdc_", "_hoodie")
+#: An added column bronze can hold: an ASCII identifier (Avro field names; the metastore lowercases).
+_ADDED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
+
+#: The deepest nesting of arrays and objects a line may have (envelope 1, row image 2, a value in
+#: it 3 and more). Deeper lines are ``malformed_json`` dead letters, decided on the text before
+#: anything recurses (the decoder, ``as_text``'s encoder, ``repr`` in messages). The fast path
+#: (``ingestion.stream.fast_parse``) leaves every line that might nest deeper to this parser.
+MAX_JSON_DEPTH = 64
+#: A JSON string (skipped: brackets inside do not count; an unterminated one runs to the end) or a bracket.
+_JSON_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[][{}]', re.DOTALL)
+
+
+def nesting_exceeds(line: bytes | str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether a JSON text nests arrays/objects deeper than ``limit``, measured with a counter (no
+    recursion). Almost free for almost every line: one with at most ``limit`` ``{``/``[`` cannot."""
+    data = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
+    if data.count(b"{") + data.count(b"[") <= limit:
+        return False
+    depth = 0
+    for match in _JSON_TOKEN.finditer(data):
+        token = match.group()
+        if token in (b"{", b"["):
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in (b"}", b"]"):
+            depth -= 1
+    return False
+
 
 ENVELOPE = "envelope"
 FLATTENED = "flattened"
@@ -247,13 +289,15 @@ def parse_line(
     if contract is None:
         return _dead(delivery, UNKNOWN_TOPIC, f"topic {topic!r} is not in any table contract", text, False, None)
     try:
+        if nesting_exceeds(line):
+            raise _Reject(MALFORMED_JSON, f"line nests arrays/objects deeper than {MAX_JSON_DEPTH} levels")
         event = _loads(text)
         if _is_wrapper(event) and event["payload"] is None:
             return Tombstone(topic, partition, offset, landing_file)
         return _parse_event(event, contract, delivery)
     except _Reject as rejected:
         return _dead(delivery, rejected.reason, rejected.message, text, False, contract.name)
-    except (ValueError, TypeError, ArithmeticError, KeyError, AttributeError) as exc:
+    except (ValueError, TypeError, ArithmeticError, KeyError, AttributeError, RecursionError) as exc:
         # Safety net: a line must never stop the stream. Any case landing here is a parser gap.
         message = f"event not understood ({type(exc).__name__}: {exc})"
         return _dead(delivery, INCOMPATIBLE_SCHEMA, message, text, False, contract.name)
@@ -293,7 +337,7 @@ def parse_record(
     except _Reject as rejected:
         text = json_converter_line(schema, payload)
         return _dead(delivery, rejected.reason, rejected.message, text, False, contract.name)
-    except (ValueError, TypeError, ArithmeticError, KeyError, AttributeError) as exc:
+    except (ValueError, TypeError, ArithmeticError, KeyError, AttributeError, RecursionError) as exc:
         message = f"event not understood ({type(exc).__name__}: {exc})"
         return _dead(delivery, INCOMPATIBLE_SCHEMA, message, json_converter_line(schema, payload), False,
                      contract.name)
@@ -533,9 +577,10 @@ def _build(
         if extra and contract.schema_changes == STRICT:
             raise _Reject(INCOMPATIBLE_SCHEMA, f"column(s) {', '.join(sorted(extra))} not in the contract "
                                                "(schema_changes: strict)")
+        if extra:
+            _check_added_names(extra, contract)
         for name in extra:
-            if _is_column_name(name):
-                added[name], types[name] = _added(name, image, schemas, contract)
+            added[name], types[name] = _added(name, image, schemas, contract)
     degraded = not has_position_fields(contract.connector, meta.positions)
     try:
         if degraded:
@@ -622,7 +667,20 @@ def as_text(value: Any) -> str | None:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
-def _is_column_name(name: str) -> bool:
-    """Added columns become bronze columns: only plain identifiers that are not Hudi's or the metadata's."""
-    return (name.isidentifier() and name.isascii() and not name.startswith("_hoodie")
-            and name not in _METADATA_NAMES)
+def _check_added_names(extra: Mapping[str, Any], contract: TableContract) -> None:
+    """Reject (``incompatible_schema``) an event whose added columns bronze cannot hold as columns of
+    their own: a name that is not an ASCII identifier, one with a reserved prefix (``_cdc_`` as the
+    metadata columns, ``_hoodie``; any case), or one equal but for case to a contract or evolved
+    column or to another added column (Spark and the metastore resolve names case-insensitively)."""
+    taken = {name.lower(): name for name in (*contract.column_names, *(c.name for c in contract.evolved))}
+    for name in sorted(extra):
+        if not _ADDED_NAME.match(name):
+            raise _Reject(INCOMPATIBLE_SCHEMA, f"added column {name!r} is not a plain identifier "
+                                               "([A-Za-z_][A-Za-z0-9_]*, at most 128 characters)")
+        folded = name.lower()
+        if folded.startswith(_RESERVED_PREFIXES):
+            raise _Reject(INCOMPATIBLE_SCHEMA, f"added column {name!r} takes a reserved prefix (_cdc_, _hoodie)")
+        other = taken.get(folded)
+        if other is not None and other != name:
+            raise _Reject(INCOMPATIBLE_SCHEMA, f"added column {name!r} differs only in case from column {other!r}")
+        taken[folded] = name

@@ -25,6 +25,15 @@ from ingestion.cdc.landing import is_hidden_file_name
 #: The fixed schema of Spark's binaryFile source (a streaming source needs it up front).
 BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length bigint, content binary"
 
+#: Spark's file source never admits a file whose modification time is more than ``maxFileAge``
+#: (default 7d) older than the newest file it has seen (``FileStreamSource.SeenFilesMap.isNewFile``):
+#: a file copied with its times kept (``cp -p``, ``rsync -a``) or written by a host with a slow
+#: clock would be skipped without a word. A landing file's name, not its time, says what it holds,
+#: so no file is too old. The cost: the source's in-memory map of seen files keeps every file ever
+#: read instead of a week's (~250 bytes of driver heap per file); the checkpoint's file-source log
+#: keeps every file whatever the age (``FileStreamSourceLog.compactLogs`` drops nothing).
+MAX_FILE_AGE = "36500d"
+
 
 
 def topics_root(landing: str) -> str:
@@ -41,21 +50,33 @@ def count_landed_files(landing: str) -> int | None:
 
 def landing_stream(spark: SparkSession, landing: str, *, max_files_per_trigger: int | None = None,
                    max_bytes_per_trigger: int | None = None) -> DataFrame:
-    """A streaming DataFrame of landed files: ``path``, ``length``, ``content``.
+    """A streaming DataFrame of landed files: ``path``, ``length`` and, unless the parse workers
+    read the files themselves (``reads_in_workers``), ``content``.
 
     Every file under ``topics/`` that is not hidden: a format the ingestion does not read is
-    dead-lettered with the file named (``unsupported_format``), never skipped silently.
+    dead-lettered with the file named (``unsupported_format``), never skipped silently. The
+    columns are chosen here, in the source: ``foreachBatch`` hands the batch over as an already
+    planned RDD, so a ``select`` in the batch cannot keep Spark from opening every file. Spark
+    only lists a local landing zone then: its ``LocalFileSystem.open`` would fail on a name
+    holding a colon (the checksum file ``.<name>.crc`` is built as a child path, which Hadoop
+    parses as ``<scheme>:<path>``: URISyntaxException), while the workers read it and
+    dead-letter it as a non-landing name.
     """
     reader = (
         spark.readStream.format("binaryFile")
         .schema(BINARY_FILE_SCHEMA)
         .option("recursiveFileLookup", "true")
+        .option("maxFileAge", MAX_FILE_AGE)
+        # a file deleted after Spark planned its batch is skipped by the read instead of failing the
+        # task; the batch names it in a file_vanished dead letter (``BatchProcessor._vanished``)
+        .option("ignoreMissingFiles", "true")
     )
     if max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", str(max_files_per_trigger))
     if max_bytes_per_trigger:
         reader = reader.option("maxBytesPerTrigger", str(max_bytes_per_trigger))
-    return reader.load(topics_root(landing)).select("path", "length", "content")
+    columns = ["path", "length"] if reads_in_workers(landing) else ["path", "length", "content"]
+    return reader.load(topics_root(landing)).select(*columns)
 
 
 def relative_landing_path(path: str, landing: str) -> str:

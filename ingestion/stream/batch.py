@@ -34,9 +34,10 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from ingestion import files as landing_files
 from ingestion.cdc.contracts import BRONZE_ORDERING_COLUMN, TableContract
 from ingestion.cdc.schema_policy import TEXT, common_type
-from ingestion.sources.landing import reads_in_workers
+from ingestion.sources.landing import relative_landing_path
 from ingestion.stream import checkpoint as ckpt
 from ingestion.stream.bronze import (
     DEAD_LETTER_KEY,
@@ -73,9 +74,11 @@ from ingestion.stream.parse import (
     EVENT,
     FILES,
     TOMBSTONE,
+    LineParser,
     decode_chunks,
     parse_file_batches,
     utc_timestamps,
+    vanished_file,
 )
 from ingestion.stream.partition_changes import describe, moved_keys, new_partitions
 from ingestion.stream.repeated_keys import RecordKeys, RowSelection
@@ -114,6 +117,8 @@ class BatchReport:
     moved_keys: dict[str, dict[str, int]] = field(default_factory=dict)
     bad_events: int = 0
     dead_letters_by_reason: dict[str, int] = field(default_factory=dict)
+    #: landing files the batch planned but could not read (deleted in between): file_vanished dead letters
+    vanished_files: list[str] = field(default_factory=list)
     tombstones: int = 0
     commits: dict[str, str] = field(default_factory=dict)
     #: tables this batch created empty (a new lake's tables it had no rows for)
@@ -315,26 +320,67 @@ class BatchProcessor:
             # the mode is read here, in the driver, so LAKEHOUSE_INGEST_PARSER of this process decides
             parse = functools.partial(parse_file_batches, landing=self.landing, ingested_at=ingested_at,
                                       mode=parser_mode(), contracts=contracts)
-            # a local landing zone: the workers read the files (their bytes never cross the JVM)
-            in_workers = reads_in_workers(self.landing)
+            # a local landing zone: the source gives no content and the workers read the files (their
+            # bytes never cross the JVM; ``landing_stream`` decides, ``reads_in_workers``)
+            in_workers = "content" not in files.columns
             chunks = files.select(*(["path"] if in_workers else ["path", "content"])).mapInArrow(parse, CHUNKS_DDL)
-        chunks = chunks.persist(StorageLevel.MEMORY_AND_DISK)
+        persisted = chunks = chunks.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             started = time.monotonic()
             with session_confs(files.sparkSession, worker_read_confs(files.sparkSession) if in_workers else {}):
                 summary = chunks.select("kind", "table_name", "rows", "oldest_source_ts", "detail", "key_types",
                                         "key_hashes").collect()
             report.parse_seconds = round(time.monotonic() - started, 3)
+            if self.chunker is None:
+                vanished = self._vanished(files.sparkSession, summary, marker.batch_id, ingested_at, contracts, report)
+                if vanished is not None:
+                    extra, extra_summary = vanished
+                    chunks, summary = chunks.unionByName(extra), [*summary, *extra_summary]
             plan = self._gather(summary, report)
             started = time.monotonic()
             self._record_schema_changes(files.sparkSession, plan.drift, plan.firsts, marker, ingested_at, report)
             self._write(chunks, plan, marker, report)
             report.write_seconds = round(time.monotonic() - started, 3)
         finally:
-            chunks.unpersist()
+            persisted.unpersist()
         if plan.oldest is not None and report.commits:
             now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
             report.max_lag_seconds = round((now - plan.oldest).total_seconds(), 3)
+
+    def _vanished(self, spark, summary: list, batch_id: int, ingested_at: dt.datetime,
+                  contracts: dict[str, TableContract], report: BatchReport) -> tuple[DataFrame, list] | None:
+        """The chunk rows (a DataFrame, and their summary rows) of the file_vanished dead letters of the
+        landing files Spark planned for this batch but no worker read; None when every planned file was read.
+
+        Spark drops a planned file that is gone by the time it plans or reads the batch with only a
+        WARN (its file index ignores a missing root path; the read skips it, ``ignoreMissingFiles``):
+        the files the checkpoint's file-source log planned are compared with the ``files`` details.
+        """
+        planned = ckpt.planned_files(self.checkpoint, batch_id)
+        if planned is None:
+            log.warning("batch %d: the checkpoint's file-source log cannot be read: files deleted after "
+                        "listing would go unnoticed", batch_id)
+            return None
+        read: set[str] = set()
+        for kind, _, _, _, detail, _, _ in summary:
+            if kind == FILES:
+                read.update(json.loads(detail))
+        unread = sorted({relative_landing_path(path, self.landing) for path in planned} - read)
+        # a file Spark planned but did not hand over that is still there is empty (Spark's scan skips
+        # zero-length files): nothing to ingest, nothing lost
+        missing = [name for name in unread if not landing_files.exists(landing_files.join(self.landing, name))]
+        if not missing:
+            return None
+        report.vanished_files = missing
+        log.warning("batch %d: %d landing files were deleted after the stream listed them and before they were "
+                    "read (file_vanished dead letters): %s", batch_id, len(missing), ", ".join(missing[:5]))
+        parser = LineParser(ingested_at, contracts)
+        batch = parser.chunk_batch({}, {}, [vanished_file(name, ingested_at, parser.topics) for name in missing], 0)
+        rows = [tuple(row.values()) for row in batch.to_pylist()]
+        # summary rows: the chunk columns but the payload (``_process``'s select)
+        summary_rows = [(kind, table, count, oldest, detail, types, hashes)
+                        for kind, table, count, oldest, detail, _, types, hashes in rows]
+        return spark.createDataFrame(rows, CHUNKS_DDL), summary_rows
 
     def _bronze_contracts(self, spark) -> dict[str, TableContract]:
         """The contracts as the bronze tables hold them (``TableContract.with_bronze_schema``)."""

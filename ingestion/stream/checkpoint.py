@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from urllib.parse import unquote
 
 from ingestion import files
 
@@ -91,3 +92,49 @@ def kafka_sources(checkpoints_root: str | Path) -> list[tuple[str, dict, dict]]:
             continue
         found.append((checkpoint, pair, kafka))
     return found
+
+
+def planned_files(checkpoint: str, batch_id: int) -> list[str] | None:
+    """The files Spark's file source planned for micro-batch ``batch_id``, as ``Path.toString`` spells them.
+
+    Read from the query's checkpoint: ``offsets/<batch_id>`` (and ``<batch_id - 1>``) give the
+    file-source log ids of the batch, ``sources/0/<id>`` (or ``<id>.compact``, every 10th id,
+    whose entries are filtered by their ``batchId``) the files. A file deleted after the source
+    listed it is in this list but in no row of the batch: Spark's file index drops a missing
+    root path with a WARN (``HadoopFSUtils.listLeafFiles``). None: the logs cannot be read.
+    """
+    query = query_dir(checkpoint)
+
+    def log_offset(batch: int) -> int | None:
+        text = files.read_text(files.join(query, "offsets", str(batch)))
+        if text is None:
+            return None
+        lines = text.splitlines()  # v1, the batch metadata, then one offset per source
+        try:
+            return int(json.loads(lines[2])["logOffset"])
+        except (IndexError, KeyError, TypeError, ValueError):
+            return None
+
+    end = log_offset(batch_id)
+    if end is None:
+        return None
+    start = log_offset(batch_id - 1) if batch_id > 0 else -1
+    if start is None:
+        return None
+    planned: list[str] = []
+    for log_id in range(start + 1, end + 1):
+        text = None
+        for name in (str(log_id), f"{log_id}.compact"):
+            text = files.read_text(files.join(query, "sources", "0", name))
+            if text is not None:
+                break
+        if text is None:
+            return None
+        for line in text.splitlines()[1:]:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if entry.get("batchId") == log_id:
+                planned.append(unquote(entry["path"]))  # SparkPath.urlEncoded -> Path.toString
+    return planned

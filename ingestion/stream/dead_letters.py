@@ -20,8 +20,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingestion.cdc.contracts import BRONZE_ORDERING_COLUMN, topic_map
-from ingestion.cdc.parser import BronzeEvent, DeadLetter, Tombstone, parse_line
+from ingestion.cdc.kafka_values import kafka_source_name, parse_kafka_value, wire_schema_id
+from ingestion.cdc.parser import FILE_VANISHED, BronzeEvent, DeadLetter, Tombstone, parse_line
 from ingestion.lake_lock import LakeWriterLock
+from ingestion.sources.schema_registry import SchemaRegistryClient
 from ingestion.stream.bronze import (
     COMMIT_METADATA_PREFIX,
     DEAD_LETTER_KEY,
@@ -92,20 +94,26 @@ class ReplayResult:
 
 
 def replay(lake: str, rows: list[dict], *, fixes: dict[str, dict] | None = None,
-           dry_run: bool = False) -> ReplayResult:
+           dry_run: bool = False, schema_registry_url: str | None = None) -> ReplayResult:
     """Re-parse ``rows`` (from ``list_dead_letters``) and move the ones that now parse into bronze.
+
+    A Kafka record's value in the Confluent wire format (``registry_unavailable``,
+    ``unknown_schema_id``: kept base64) is decoded with its writer schema from
+    ``schema_registry_url``, as the ingestion decodes it; without one it stays, naming the option.
 
     Unless ``dry_run``, the lake's writer lock is taken first: while an ingestion (or another replay)
     writes the lake, the replay is refused with ``LakeLockedError`` before it writes anything.
     """
     if dry_run:
-        return _replay(lake, rows, fixes, dry_run=True)
+        return _replay(lake, rows, fixes, dry_run=True, schema_registry_url=schema_registry_url)
     with LakeWriterLock(lake):
-        return _replay(lake, rows, fixes, dry_run=False)
+        return _replay(lake, rows, fixes, dry_run=False, schema_registry_url=schema_registry_url)
 
 
-def _replay(lake: str, rows: list[dict], fixes: dict[str, dict] | None, *, dry_run: bool) -> ReplayResult:
+def _replay(lake: str, rows: list[dict], fixes: dict[str, dict] | None, *, dry_run: bool,
+            schema_registry_url: str | None = None) -> ReplayResult:
     fixes = fixes or {}
+    registry = SchemaRegistryClient(schema_registry_url, wait_seconds=10.0) if schema_registry_url else None
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     topics = topic_map()
     result = ReplayResult(selected=len(rows))
@@ -125,9 +133,20 @@ def _replay(lake: str, rows: list[dict], fixes: dict[str, dict] | None, *, dry_r
             result.still_bad.append({DEAD_LETTER_KEY: row[DEAD_LETTER_KEY], "reason": row["reason"],
                                      "message": "no topic: supply one in the fix file"})
             continue
-        parsed = parse_line(raw, topic=topic, partition=row["kafka_partition"] or 0,
-                            offset=row["kafka_offset"] or 0, landing_file=row["landing_file"] or "",
-                            ingested_at=now, contracts=topics)
+        if row["reason"] == FILE_VANISHED and fix is None:
+            result.still_bad.append({DEAD_LETTER_KEY: row[DEAD_LETTER_KEY], "reason": row["reason"],
+                                     "message": "the file was deleted before it was read: nothing to re-parse; "
+                                     "land it again under a new path"})
+            continue
+        partition, offset = row["kafka_partition"] or 0, row["kafka_offset"] or 0
+        if fix is None and wire_schema_id(raw) is not None \
+                and row["landing_file"] == kafka_source_name(topic, partition):
+            # a Kafka record's Avro value: through the registry, as the ingestion reads it
+            parsed = parse_kafka_value(raw, topic=topic, partition=partition, offset=offset, ingested_at=now,
+                                       contracts=topics, schemas=registry)
+        else:
+            parsed = parse_line(raw, topic=topic, partition=partition, offset=offset,
+                                landing_file=row["landing_file"] or "", ingested_at=now, contracts=topics)
         if isinstance(parsed, DeadLetter):
             result.still_bad.append({DEAD_LETTER_KEY: row[DEAD_LETTER_KEY], "reason": parsed.reason,
                                      "message": parsed.message})

@@ -14,8 +14,8 @@ Per landing file (one topic = one table contract):
    of the other shape or of a wrapper); any doubt falls through to step 1;
 1. **screen** the lines with cheap byte checks: ``null`` is a tombstone; a candidate
    starts with ``{`` and ends with ``}``, is valid UTF-8, holds no ``NaN``/``Infinity``
-   token (Python's decoder rejects them, Arrow's accepts them) and is not nested deep
-   enough to hit Python's recursion limit; JsonConverter ``{"schema", "payload"}``
+   token (Python's decoder rejects them, Arrow's accepts them) and cannot nest deeper than
+   the parser's bound (``MAX_JSON_DEPTH`` opening brackets at most); JsonConverter ``{"schema", "payload"}``
    lines are left to Python. Candidates are routed by shape: lines holding ``"__op"``
    to the flattened reader, the others to the envelope reader;
 2. **read** each group with ``pyarrow.json.read_json`` and an explicit schema derived
@@ -53,6 +53,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from ingestion.cdc.contracts import BRONZE_METADATA_COLUMNS, TableContract
+from ingestion.cdc.parser import MAX_JSON_DEPTH
 from ingestion.cdc.position import (
     DEGRADED_PREFIX,
     PART_WIDTH,
@@ -80,13 +81,12 @@ _DAYS = (-719_162, 2_932_896)
 #: Epoch microseconds of datetime.min and datetime.max.
 _MICROS = (-62_135_596_800_000_000, 253_402_300_799_999_999)
 _UNIT_FACTOR = {"ms": 1000, "us": 1}
-#: A line shorter than this cannot nest deep enough to hit Python's recursion limit.
-_SHALLOW_LINE = 1000
+#: A line shorter than this cannot hold more ``{``/``[`` than the parser's nesting bound.
+_SHALLOW_LINE = MAX_JSON_DEPTH + 1
 #: Lines looked at to pick the JSON kind of boolean columns.
 _SNIFF_LINES = 5
 #: Arrow JSON block size (a line longer than this is left to Python).
 _BLOCK_SIZE = 1 << 20
-_MAX_BRACKETS = 400
 #: The envelope keys that make Python treat a line as an envelope (never valid in a flattened line).
 _ENVELOPE_KEYS = ("op", "before", "after", "source", "payload", "schema")
 #: Top-level keys that betray a line of the other shape (or a schema wrapper) in a file read as one shape.
@@ -419,8 +419,9 @@ def _supported(contract: TableContract) -> bool:
 
 
 def _maybe_deep(line: bytes) -> bool:
-    """Whether a line might nest deep enough to hit Python's recursion limit (then Python decides)."""
-    return len(line) >= _SHALLOW_LINE and line.count(b"{") + line.count(b"[") >= _MAX_BRACKETS
+    """Whether a line might nest deeper than the parser's bound (``MAX_JSON_DEPTH``): then Python
+    decides (a dead letter when it does; a slower bronze row when the brackets were in strings)."""
+    return len(line) >= _SHALLOW_LINE and line.count(b"{") + line.count(b"[") > MAX_JSON_DEPTH
 
 
 def _is_utf8(line: bytes) -> bool:

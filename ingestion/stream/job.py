@@ -69,6 +69,8 @@ class IngestOptions:
     max_offsets_per_trigger: int | None = None
     fail_on_data_loss: bool = True  # offsets lost to retention stop the stream with a clear error
     schema_registry_url: str | None = None  # Confluent-compatible REST API for wire-format Avro values
+    #: a registry that does not answer is asked again (backoff) this long before a record is a dead letter
+    schema_registry_wait_seconds: float = 60.0
     kafka_timeout_ms: int = 60_000  # one broker request; Spark retries an offset request 3 times
     kafka_restarts: int = 3  # a query failed because the broker stopped answering is started again ...
     kafka_restart_seconds: float = 2.0  # ... after 2 s, 4 s, 6 s, then the ingestion fails
@@ -125,6 +127,8 @@ class IngestOptions:
             raise IngestError("no topics to read: the table contracts name none and --topics is empty")
         if self.schema_registry_url is not None and not self.schema_registry_url.startswith(("http://", "https://")):
             raise IngestError(f"--schema-registry-url must be an http(s) URL, got {self.schema_registry_url!r}")
+        if self.schema_registry_wait_seconds < 0:
+            raise IngestError(f"--schema-registry-wait must be >= 0 seconds, got {self.schema_registry_wait_seconds}")
 
 
 @dataclass
@@ -184,7 +188,8 @@ def _run_locked(options: IngestOptions, lock: LakeWriterLock, *, spark, log_stre
         processor = BatchProcessor(options.source_location, options.lake, checkpoint, syncer=syncer,
                                    metastore_uri=metastore_uri, database=options.database,
                                    log_stream=log_stream, on_report=on_report, before_batch=lock.check,
-                                   chunker=kafka_chunker(options.schema_registry_url))
+                                   chunker=kafka_chunker(options.schema_registry_url,
+                                                         options.schema_registry_wait_seconds))
         source = kafka_stream(spark, KafkaSourceOptions(
             options.kafka_bootstrap, options.kafka_topics(), options.starting_offsets,
             options.max_offsets_per_trigger, options.fail_on_data_loss, options.kafka_timeout_ms))

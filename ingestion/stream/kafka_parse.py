@@ -57,15 +57,17 @@ class _Parsed:
 
 def parse_kafka_batches(batches: Iterator[pa.RecordBatch], ingested_at: dt.datetime,
                         registry_url: str | None = None, mode: str | None = None,
-                        contracts: dict[str, TableContract] | None = None) -> Iterator[pa.RecordBatch]:
+                        contracts: dict[str, TableContract] | None = None,
+                        registry_wait: float = 0.0) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: Kafka records -> chunk rows (``parse.CHUNKS_SCHEMA``).
 
     ``mode``: ``fast`` or ``python`` (see the module docstring); None reads ``LAKEHOUSE_INGEST_PARSER``.
-    ``contracts``: the tables as bronze holds them (see ``LineParser``).
+    ``contracts``: the tables as bronze holds them (see ``LineParser``). ``registry_wait``: how long a
+    schema lookup waits for a registry that does not answer before its record is a dead letter.
     """
     freeze_worker_objects()
     parser = LineParser(ingested_at, contracts)
-    registry = SchemaRegistryClient(registry_url) if registry_url else None
+    registry = SchemaRegistryClient(registry_url, wait_seconds=registry_wait) if registry_url else None
     fast = (mode or parser_mode()) == "fast"
     records: list[Record] = []
     for batch in batches:
@@ -154,7 +156,7 @@ def _parse_run(parser: LineParser, records: list[Record], start: int, end: int, 
     return [start + index for index in outcome.fallback]
 
 
-def kafka_chunker(registry_url: str | None) -> Chunker:
+def kafka_chunker(registry_url: str | None, registry_wait: float = 0.0) -> Chunker:
     """The parse stage of a Kafka micro-batch for ``BatchProcessor`` (records -> chunk rows).
 
     The parser mode is read here, in the driver, as for landed files.
@@ -162,7 +164,7 @@ def kafka_chunker(registry_url: str | None) -> Chunker:
 
     def chunk(records: DataFrame, ingested_at: dt.datetime, contracts: dict[str, TableContract]) -> DataFrame:
         parse = functools.partial(parse_kafka_batches, ingested_at=ingested_at, registry_url=registry_url,
-                                  mode=parser_mode(), contracts=contracts)
+                                  mode=parser_mode(), contracts=contracts, registry_wait=registry_wait)
         return records.mapInArrow(parse, CHUNKS_DDL)
 
     return chunk

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import gzip
 import hashlib
 import json
+import os
 import zlib
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -51,6 +52,8 @@ from ingestion.cdc.landing import (
     parse_landing_path,
 )
 from ingestion.cdc.parser import (
+    FILE_TOO_LARGE,
+    FILE_VANISHED,
     UNKNOWN_TOPIC,
     UNSUPPORTED_FORMAT,
     BronzeEvent,
@@ -527,11 +530,17 @@ def parse_file_batches(batches: Iterator[pa.RecordBatch], landing: str, ingested
     for batch in batches:
         paths = batch.column("path").to_pylist()
         if "content" in batch.schema.names:
-            contents: Iterator[bytes] = iter(batch.column("content").to_pylist())
+            contents: Iterator[bytes | OversizedFile | None] = iter(batch.column("content").to_pylist())
         else:
             contents = (_read_file(local_file_path(path)) for path in paths)
         for path, content in zip(paths, contents, strict=True):
+            if content is None:  # deleted after Spark listed it: the driver dead-letters it (file_vanished)
+                continue
             relative = relative_landing_path(path, landing)
+            if isinstance(content, OversizedFile):
+                dead = oversized_file(relative, content.size, ingested_at, parser.topics)
+                yield parser.chunk_batch({relative: content.size}, {}, [dead], 0)
+                continue
             if is_avro_path(relative):
                 files.append((relative, content, None))
                 lines += 1 + len(content) // AVRO_BYTES_PER_LINE
@@ -551,7 +560,7 @@ def parse_file_batches(batches: Iterator[pa.RecordBatch], landing: str, ingested
             if lines >= CHUNK_LINES:
                 yield _parse_files(parser, files, fast)
                 files, lines = [], 0
-    if lines:
+    if files:  # empty files too: the driver tells a file read empty from one never read (file_vanished)
         yield _parse_files(parser, files, fast)
 
 
@@ -566,17 +575,84 @@ def _unsupported_format(landing_file: str) -> bool:
     return False
 
 
-def _gunzip(content: bytes) -> bytes | None:
-    """The decompressed bytes of a gzip landing file (``.json.gz``, ``.bin.gz``); None when damaged."""
+#: The most bytes a gzip landing file may decompress to (an S3-sink file holds flush.size records,
+#: a few MB to some tens): a larger one is dead-lettered whole like a damaged archive, before the
+#: worker holds it (a decompression bomb: 1 MB of gzip inflates to ~1 GB).
+MAX_GUNZIPPED_BYTES = 256 << 20
+
+
+def _gunzip(content: bytes, limit: int = MAX_GUNZIPPED_BYTES) -> bytes | None:
+    """The decompressed bytes of a gzip landing file (``.json.gz``, ``.bin.gz``, members concatenated
+    as ``gzip.decompress`` does); None when damaged or larger than ``limit``."""
+    out = bytearray()
+    data = content
     try:
-        return gzip.decompress(content)
-    except (OSError, EOFError, zlib.error):
+        while data:
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip header and CRC/size trailer checked
+            out += inflater.decompress(data, limit + 1 - len(out))
+            if len(out) > limit or inflater.unconsumed_tail or not inflater.eof:
+                return None  # over the limit, or truncated
+            data = inflater.unused_data.lstrip(b"\x00")  # next member; trailing zero padding ignored
+    except zlib.error:
+        return None
+    return bytes(out)
+
+
+#: The most bytes a landing file read by the workers may hold (an S3-sink file holds flush.size
+#: records: a few MB to some tens). A larger one is not read: one ``file_too_large`` dead letter
+#: names it, instead of a worker running out of memory on every run.
+MAX_LANDING_FILE_BYTES = 1 << 30
+
+
+@dataclass(frozen=True)
+class OversizedFile:
+    """A landing file larger than ``MAX_LANDING_FILE_BYTES``: left unread."""
+
+    size: int
+
+
+def _read_file(path: str, limit: int = MAX_LANDING_FILE_BYTES) -> bytes | OversizedFile | None:
+    """The file's bytes; None when it is gone (deleted after Spark listed it); ``OversizedFile`` beyond ``limit``."""
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > limit:
+                return OversizedFile(size)
+            return handle.read()
+    except FileNotFoundError:
         return None
 
 
-def _read_file(path: str) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read()
+def whole_file_dead_letter(landing_file: str, reason: str, message: str, ingested_at: dt.datetime,
+                           topics: dict[str, TableContract]) -> DeadLetter:
+    """The dead letter of a landing file none of whose lines could be read.
+
+    ``raw_line`` holds the file's path (so two such files are two dead letters); topic, partition and
+    offset come from its name when it is a landing name.
+    """
+    try:
+        where = parse_landing_path(landing_file)
+        topic, partition, offset = where.topic, where.partition, where.start_offset
+    except LandingPathError:
+        topic, partition, offset = None, None, 0
+    table = topics[topic].name if topic in topics else None
+    return DeadLetter(reason, message, landing_file, False, topic, partition, offset, landing_file, ingested_at, table)
+
+
+def vanished_file(landing_file: str, ingested_at: dt.datetime, topics: dict[str, TableContract]) -> DeadLetter:
+    """The dead letter of a landing file the batch planned but could not read (deleted in between)."""
+    return whole_file_dead_letter(
+        landing_file, FILE_VANISHED, "the landing file was deleted after the stream listed it and before it was "
+        "read: its records are in no table; land it again under a new path to ingest them", ingested_at, topics)
+
+
+def oversized_file(landing_file: str, size: int, ingested_at: dt.datetime,
+                   topics: dict[str, TableContract]) -> DeadLetter:
+    """The dead letter of a landing file too large to read (``MAX_LANDING_FILE_BYTES``)."""
+    return whole_file_dead_letter(
+        landing_file, FILE_TOO_LARGE, f"the landing file holds {size} bytes, more than the "
+        f"{MAX_LANDING_FILE_BYTES} a landing file may: not read; split it (the sink's flush.size) and land the "
+        "parts under new names", ingested_at, topics)
 
 
 def _parse_files(parser: LineParser, files: list[LandedFile], fast: bool) -> pa.RecordBatch:

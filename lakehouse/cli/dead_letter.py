@@ -43,6 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     replaying.add_argument("--fixes", metavar="FILE", help="corrected lines (JSON lines)")
     replaying.add_argument("--all", action="store_true", help="replay every dead letter (no filter given)")
     replaying.add_argument("--dry-run", action="store_true", help="report what would be replayed; write nothing")
+    replaying.add_argument("--schema-registry-url", metavar="URL",
+                           help="decode Kafka records' Avro values (Confluent wire format: registry_unavailable, "
+                           "unknown_schema_id) with their writer schemas from this registry")
     replaying.set_defaults(func=run_replay)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
@@ -84,7 +87,7 @@ def run_replay(args: argparse.Namespace) -> int:
         if fixes and not args.ids and not (args.reason or args.topic or args.table):
             args.ids = list(fixes)
         lake, rows = _select(args)
-        result = replay(lake, rows, fixes=fixes, dry_run=args.dry_run)
+        result = replay(lake, rows, fixes=fixes, dry_run=args.dry_run, schema_registry_url=args.schema_registry_url)
     except (DeadLetterError, ReusedOffsetsError, FileNotFoundError) as exc:
         raise CliError(str(exc)) from None
     except (ForeignBloomFiltersError, LakeLockedError) as exc:

@@ -42,6 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     kafka.add_argument("--schema-registry-url", metavar="URL",
                        help="Confluent-compatible schema registry for Avro values (GET /schemas/ids/{id}), e.g. "
                        "Apicurio's http://HOST:8080/apis/ccompat/v7")
+    kafka.add_argument("--schema-registry-wait", type=float, metavar="SECONDS", default=60.0,
+                       help="how long a schema lookup retries a registry that does not answer before the record "
+                       "becomes a registry_unavailable dead letter (default 60)")
     kafka.add_argument("--no-fail-on-data-loss", action="store_true",
                        help="skip offsets lost to retention instead of stopping with an error")
     parser.add_argument("--no-sync", action="store_true",
@@ -79,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
         max_offsets_per_trigger=args.max_offsets_per_trigger,
         fail_on_data_loss=not args.no_fail_on_data_loss,
         schema_registry_url=args.schema_registry_url,
+        schema_registry_wait_seconds=args.schema_registry_wait,
     )
     if args.kafka_bootstrap is None and (args.topics or args.schema_registry_url or args.max_offsets_per_trigger):
         raise UsageError("--topics, --schema-registry-url and --max-offsets-per-trigger need --kafka-bootstrap")

@@ -143,3 +143,14 @@ def test_hoodie_columns_stop_at_staging() -> None:
 def test_silver_has_one_relation_per_entity() -> None:
     silver = {p.stem for p in (MODELS / "silver").glob("*.sql")}
     assert silver == {silver_columns(table)[0] for table in load_contracts()}
+
+
+def test_dead_letter_reasons_accepted_by_the_source_are_the_parsers_reason_codes() -> None:
+    """A reason the ingestion writes must not fail the source's accepted_values test, nor may the test
+    accept a reason the ingestion never writes."""
+    from ingestion.cdc.parser import REASON_CODES
+
+    reason = next(column for column in _sources()["dead_letter"]["columns"] if column["name"] == "reason")
+    (accepted,) = [test["accepted_values"]["arguments"]["values"] for test in reason["data_tests"]
+                   if isinstance(test, dict) and "accepted_values" in test]
+    assert sorted(accepted) == sorted(REASON_CODES)

@@ -71,9 +71,13 @@ def avro_run(tmp_path_factory, spark, kafka_broker):
         lookups = [r for r in registry.requests if r.startswith("GET")]
         registry.stop()  # the registry goes down; two more Avro values arrive
         _produce(bootstrap, [valid, valid])
-        after, _ = ingest_kafka(spark, base, bootstrap, schema_registry_url=registry.url)
+        # the registry stays down: no wait for it to come back (schema_registry_wait_seconds)
+        after, _ = ingest_kafka(spark, base, bootstrap, schema_registry_url=registry.url,
+                                schema_registry_wait_seconds=0)
     finally:
         registry.stop()
+    # what a registry brought back after the outage serves (the replay test)
+    (base / "registry-schemas.json").write_text(json.dumps(registry.schemas))
     return base, produced, planted, valid, summary, after, lookups
 
 
@@ -112,3 +116,31 @@ def test_planted_bad_values_are_dead_lettered_and_the_stream_goes_on(avro_run) -
     assert sum(r.bad_events for r in after.reports) == 2 and any(r.commits for r in after.reports)
     rows = [r for r in hudi_rows(base / "lake" / "bronze" / "dead_letter") if r["reason"] == "registry_unavailable"]
     assert "did not answer" in rows[0]["message"]
+
+
+@pytest.mark.slow
+def test_registry_outage_dead_letters_replay_once_the_registry_answers(avro_run) -> None:
+    """Runs last (it changes the lake): the values dead-lettered while the registry was down decode
+    through ``dead-letter replay --schema-registry-url`` once a registry with their schemas answers;
+    without a registry the replay leaves them, naming the option. They are re-deliveries of a landed
+    sale, so bronze still equals the oracle (stored once) and the dead letters are gone."""
+    from ingestion.stream.dead_letters import list_dead_letters, replay
+    from tests.kafka.registry import SmallRegistry
+
+    base, *_ = avro_run
+    lake = str(base / "lake")
+    rows = list_dead_letters(lake, reason="registry_unavailable")
+    assert len(rows) == 1, rows
+    without = replay(lake, rows, dry_run=True)
+    assert len(without.still_bad) == 1 and "no schema registry configured" in without.still_bad[0]["message"]
+    back = SmallRegistry()
+    try:
+        schemas = json.loads((base / "registry-schemas.json").read_text())
+        back.schemas.update({int(schema_id): text for schema_id, text in schemas.items()})
+        result = replay(lake, rows, schema_registry_url=back.url)
+    finally:
+        back.stop()
+    assert result.replayed == {"sale": 1} and result.still_bad == [], result
+    assert list_dead_letters(lake, reason="registry_unavailable") == []
+    report = compare_events(base / "lake", base / "landing")
+    assert {t: m for t, (_, _, m) in report.items() if m} == {}, report

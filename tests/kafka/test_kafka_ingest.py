@@ -111,7 +111,9 @@ def run(tmp_path_factory, spark, kafka_broker):
         lookups = [r for r in registry.requests if r.startswith("GET")]
         registry.stop()  # the registry goes down; two more Avro values arrive
         _produce(bootstrap, AVRO_TOPIC, [avro[1], avro[5]], partition=1)
-        after, _ = ingest_kafka(spark, base, bootstrap, schema_registry_url=registry.url)
+        # the registry stays down: no wait for it to come back (schema_registry_wait_seconds)
+        after, _ = ingest_kafka(spark, base, bootstrap, schema_registry_url=registry.url,
+                                schema_registry_wait_seconds=0)
     finally:
         registry.stop()
     return dict(base=base, produced=produced, avro=avro, bad=bad, before=before, summary=summary, after=after,

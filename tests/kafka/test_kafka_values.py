@@ -92,3 +92,25 @@ def test_a_schema_that_is_not_avro_is_a_lookup_error() -> None:
     finally:
         registry.stop()
     assert decode_schema(SCHEMA).connect["type"] == "struct"
+
+
+def test_a_short_registry_outage_is_waited_out_and_a_long_one_expires() -> None:
+    registry = SmallRegistry()
+    url = registry.url
+    registry.stop()
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    client = SchemaRegistryClient(url, timeout=0.5, wait_seconds=20, retry_after=5, clock=lambda: now[0], sleep=sleep)
+    with pytest.raises(SchemaLookupError, match="did not answer"):
+        client.schema(1)
+    assert now[0] == pytest.approx(20)  # retried with backoff for wait_seconds, no longer
+    with pytest.raises(SchemaLookupError):
+        client.schema(1)
+    assert now[0] == pytest.approx(20)  # down: answered at once ...
+    now[0] += 6
+    with pytest.raises(SchemaLookupError):
+        client.schema(1)
+    assert now[0] > 26  # ... for retry_after seconds only: then the registry is asked again

@@ -9,7 +9,9 @@ in Kafka partition 9 (the simulator writes partitions 0-2, so offsets never coll
 * a file with one huge line (a real event padded to 6 MiB with JSON whitespace) and one
   real event with an added column (schema drift);
 * a file of an unknown topic, and a file whose name is not a landing name;
-* a "doomed" file (real lines only) deleted while the stream has it listed.
+* a "doomed" file (real lines only) deleted while the stream has it listed: its batch finds
+  it gone, so it must be named in exactly one ``file_vanished`` dead letter (never dropped
+  without a word).
 
 Every other "real line" is a copy of an event the simulator already landed, so bronze must
 still equal the oracle exactly (re-deliveries are stored once), whatever happens to the
@@ -31,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.cdc.parser import BAD_ENCODING, MALFORMED_JSON, UNKNOWN_TOPIC
+from ingestion.cdc.parser import BAD_ENCODING, FILE_VANISHED, MALFORMED_JSON, UNKNOWN_TOPIC
 from simulator.oracle import event_columns, load_oracle
 from tests.reliability.figures import record
 from tests.reliability.judge import compare_lake, compare_table, hudi_rows
@@ -104,6 +106,7 @@ def plant_bad_files(landing: Path) -> tuple[Counter, Path, set[str], dict[int, i
     time.sleep(1.1)  # the doomed file is the newest: listed, then read in a later micro-batch
     doomed = _landing_file(landing, TOPIC, 400)
     doomed.write_bytes(b"\n".join(real[:12]) + b"\n")
+    expected[(TOPIC, PARTITION, 400, FILE_VANISHED)] += 1  # deleted once listed: its batch names it
     return expected, doomed, {str(odd.relative_to(landing))}, {HUGE_KEY: huge_original, DRIFTED_KEY: drifted_original}
 
 
@@ -193,6 +196,8 @@ def test_bad_landing_files_never_stop_the_stream(tmp_path: Path) -> None:
     # the faults landed: the stream started, the doomed file went while listed, the stream went quiet
     assert started and deleted_while_listed and settled, (started, deleted_while_listed, settled)
     assert planted_dead <= streamed_dead, planted_dead - streamed_dead  # written by the stream itself
+    vanished = [r["landing_file"] for r in hudi_rows(lake / "bronze" / "dead_letter") if r["reason"] == FILE_VANISHED]
+    assert vanished == [str(doomed.relative_to(landing))], vanished
     # the huge and drifted lines were read: each is in bronze once, as its original but for the key
     assert sorted((r["salesid"], r["_cdc_kafka_partition"], r["_cdc_kafka_offset"]) for r in planted_rows) == [
         (key, PARTITION, offset) for key, offset in sorted(FRESH_KEYS.items())]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from ingestion.sources import landing as landing_module
 from ingestion.sources.landing import local_file_path, reads_in_workers
 from ingestion.stream import batch as batch_module
 from ingestion.stream import parse as parse_module
@@ -85,7 +86,7 @@ def both_runs(tmp_path_factory, spark):
     shutil.copytree(landing, through_spark / "landing")
     runs = {"workers": ingest(spark, workers, "bronze_worker_reads", max_files_per_trigger=40)}
     patch = pytest.MonkeyPatch()
-    patch.setattr(batch_module, "reads_in_workers", lambda landing: False)
+    patch.setattr(landing_module, "reads_in_workers", lambda landing: False)
     try:
         runs["spark"] = ingest(spark, through_spark, "bronze_spark_reads", max_files_per_trigger=40)
     finally:
