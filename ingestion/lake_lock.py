@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from ingestion.process_identity import pid_alive, process_start_ticks
+
 log = logging.getLogger("lakehouse.lock")
 
 LOCK_NAME = "_writer.lock"  # '_' prefix: Hadoop's and Hudi's listings skip it
@@ -64,30 +66,11 @@ def describe(holder: dict[str, Any]) -> str:
     return f"{text}: {holder['command']}" if holder.get("command") else text
 
 
-def _process_start_ticks(pid: int) -> str | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()  # the command name (field 2) may hold spaces
-    return fields[19] if len(fields) > 19 else None
-
-
 def _holder_alive_here(holder: dict[str, Any]) -> bool | None:
     """Whether a holder on this host still runs (pid and start time); None for another host's holder."""
     if holder.get("host") != socket.gethostname():
         return None
-    pid = int(holder.get("pid") or -1)
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    ticks = holder.get("start_ticks")
-    return ticks is None or _process_start_ticks(pid) in (None, ticks)
+    return pid_alive(int(holder.get("pid") or -1), holder.get("start_ticks"))
 
 
 def _now() -> str:
@@ -105,7 +88,7 @@ class LakeWriterLock:
         self.ttl_seconds = ttl_seconds
         self.renew_seconds = renew_seconds
         self.holder = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": _now(),
-                       "start_ticks": _process_start_ticks(os.getpid()), "command": self.command}
+                       "start_ticks": process_start_ticks(os.getpid()), "command": self.command}
         self._fd: int | None = None
         self._s3: _S3Lease | None = None
 

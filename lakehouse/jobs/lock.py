@@ -24,6 +24,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from ingestion.process_identity import pid_alive, process_start_ticks
+
 _PROCESS_LOCK = threading.Lock()  # serialises acquire() between scheduler threads
 
 
@@ -38,35 +40,6 @@ class JobLockedError(RuntimeError):
             f"job is already running (lock {path} held by {holder}pid {owner.get('pid')}, "
             f"run {owner.get('run_id')}, since {owner.get('acquired_at')})"
         )
-
-
-def process_start_ticks(pid: int) -> str | None:
-    """The start time of ``pid`` in clock ticks since boot, or None if there is no such process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    except OSError:
-        return None
-    # Field 22; the command name (field 2) may contain spaces, so split after its ')'.
-    fields = stat.rsplit(")", 1)[1].split()
-    return fields[19] if len(fields) > 19 else None
-
-
-def pid_alive(pid: int, start_ticks: str | None = None) -> bool:
-    """True if ``pid`` runs and (when known) started at ``start_ticks``."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    if start_ticks is None:
-        return True
-    current = process_start_ticks(pid)
-    return current is None or current == start_ticks
 
 
 @dataclass
