@@ -98,6 +98,8 @@ def _chunk(parser: LineParser, registry: SchemaRegistryClient | None, records: l
         result = parse_kafka_value(value, topic=topic, partition=partition, offset=offset,
                                    ingested_at=parser.ingested_at, contracts=parser.topics, schemas=registry)
         if isinstance(result, BronzeEvent):
+            result = parser.admit(result, value or b"", topic, partition, offset, kafka_source_name(topic, partition))
+        if isinstance(result, BronzeEvent):
             parsed.events.setdefault(result.table, []).append((index, result))
         elif isinstance(result, DeadLetter):
             parsed.dead.append((index, result))

@@ -54,6 +54,7 @@ from ingestion.cdc.landing import (
 from ingestion.cdc.parser import (
     FILE_TOO_LARGE,
     FILE_VANISHED,
+    INCOMPATIBLE_SCHEMA,
     UNKNOWN_TOPIC,
     UNSUPPORTED_FORMAT,
     BronzeEvent,
@@ -112,6 +113,14 @@ def to_ipc(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+def raw_text(raw: bytes) -> tuple[str, bool]:
+    """A dead letter's ``raw_line`` and ``raw_is_base64`` for ``raw`` (base64 when it is not UTF-8)."""
+    try:
+        return raw.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return base64.b64encode(raw).decode("ascii"), True
+
+
 def from_ipc(payload: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
 
@@ -130,6 +139,26 @@ class LineParser:
         self.schemas = {name: arrow_schema(c.bronze_columns) for name, c in self.contracts.items()}
         self.dead_schema = arrow_schema(DEAD_LETTER_TABLE_COLUMNS)
         self.fast = fast_parsers(self.topics, ingested_at)
+        #: per table, the spelling of each column name (lowercased) the events of this task added
+        self._added_spellings: dict[str, dict[str, str]] = {}
+
+    def admit(self, event: BronzeEvent, raw: bytes, topic: str | None, partition: int | None, offset: int,
+              landing_file: str) -> BronzeEvent | DeadLetter:
+        """``event``, or an ``incompatible_schema`` dead letter when it adds a column an earlier event of
+        this task added under another case (``Foo`` after ``foo``): Spark and the metastore see one
+        column, bronze would hold two. ``parse_line`` checks the names within one event and against the
+        table's columns; this checks them across the events of a task."""
+        seen = self._added_spellings.setdefault(event.table, {})
+        for name in event.added_values:
+            other = seen.get(name.lower(), name)
+            if other != name:
+                text, is_base64 = raw_text(raw)
+                return DeadLetter(INCOMPATIBLE_SCHEMA, f"added column {name!r} differs only in case from column "
+                                  f"{other!r} that another event added", text, is_base64, topic, partition, offset,
+                                  landing_file, self.ingested_at, event.table)
+        for name in event.added_values:
+            seen.setdefault(name.lower(), name)
+        return event
 
     def parse(self, files: list[str], indexes: list[int], raws: list[bytes]
               ) -> tuple[dict[str, list[BronzeEvent]], list[DeadLetter], int]:
@@ -153,6 +182,9 @@ class LineParser:
                 raw, topic=where.topic, partition=where.partition, offset=where.start_offset + index,
                 landing_file=landing_file, ingested_at=self.ingested_at, contracts=self.topics,
             )
+            if isinstance(result, BronzeEvent):
+                result = self.admit(result, raw, where.topic, where.partition, where.start_offset + index,
+                                    landing_file)
             if isinstance(result, BronzeEvent):
                 events.setdefault(result.table, []).append(result)
             elif isinstance(result, DeadLetter):
