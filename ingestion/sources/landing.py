@@ -48,8 +48,7 @@ def count_landed_files(landing: str) -> int | None:
     return sum(1 for path in files.list_files(root) if not is_hidden_file_name(path.rpartition("/")[2]))
 
 
-def landing_stream(spark: SparkSession, landing: str, *, max_files_per_trigger: int | None = None,
-                   max_bytes_per_trigger: int | None = None) -> DataFrame:
+def landing_stream(spark: SparkSession, landing: str, *, max_files_per_trigger: int | None = None) -> DataFrame:
     """A streaming DataFrame of landed files: ``path``, ``length`` and, unless the parse workers
     read the files themselves (``reads_in_workers``), ``content``.
 
@@ -73,8 +72,6 @@ def landing_stream(spark: SparkSession, landing: str, *, max_files_per_trigger: 
     )
     if max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", str(max_files_per_trigger))
-    if max_bytes_per_trigger:
-        reader = reader.option("maxBytesPerTrigger", str(max_bytes_per_trigger))
     columns = ["path", "length"] if reads_in_workers(landing) else ["path", "length", "content"]
     return reader.load(topics_root(landing)).select(*columns)
 

@@ -52,7 +52,6 @@ class IngestOptions:
     once: bool = True
     trigger_seconds: float = 1.0
     max_files_per_trigger: int | None = None
-    max_bytes_per_trigger: int | None = None
     reset: bool = False
     sync: bool = True
     thrift_host: str = "127.0.0.1"
@@ -87,13 +86,8 @@ class IngestOptions:
         if self.kafka_bootstrap is not None:
             self._validate_kafka()
             return
-        if self.max_files_per_trigger and self.max_bytes_per_trigger:
-            raise IngestError("--max-files-per-trigger and --max-bytes-per-trigger cannot be used together",
-                              "Spark's file source accepts one admission limit; pick one")
-        for name in ("max_files_per_trigger", "max_bytes_per_trigger"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise IngestError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+        if self.max_files_per_trigger is not None and self.max_files_per_trigger <= 0:
+            raise IngestError(f"--max-files-per-trigger must be a positive integer, got {self.max_files_per_trigger}")
         if self.trigger_seconds <= 0:
             raise IngestError(f"--trigger must be a positive number of seconds, got {self.trigger_seconds}")
         if self.max_offsets_per_trigger is not None:
@@ -111,8 +105,8 @@ class IngestOptions:
 
 
     def _validate_kafka(self) -> None:
-        if self.max_files_per_trigger or self.max_bytes_per_trigger:
-            raise IngestError("--max-files-per-trigger/--max-bytes-per-trigger apply to the landing zone",
+        if self.max_files_per_trigger:
+            raise IngestError("--max-files-per-trigger applies to the landing zone",
                               "use --max-offsets-per-trigger with --kafka-bootstrap")
         if self.max_offsets_per_trigger is not None and self.max_offsets_per_trigger <= 0:
             raise IngestError("--max-offsets-per-trigger must be a positive integer, "
@@ -197,8 +191,7 @@ def _run_locked(options: IngestOptions, lock: LakeWriterLock, *, spark, log_stre
         processor = BatchProcessor(options.landing, options.lake, checkpoint, syncer=syncer,
                                    metastore_uri=metastore_uri, database=options.database,
                                    log_stream=log_stream, on_report=on_report, before_batch=lock.check)
-        source = landing_stream(spark, options.landing, max_files_per_trigger=options.max_files_per_trigger,
-                                max_bytes_per_trigger=options.max_bytes_per_trigger)
+        source = landing_stream(spark, options.landing, max_files_per_trigger=options.max_files_per_trigger)
     # --once: a new lake's first batch creates the tables it has no rows for beside its writes (the
     # others are created by their writes); a continuous stream creates them all before it starts
     processor.uncreated = missing

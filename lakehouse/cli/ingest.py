@@ -27,8 +27,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     mode.add_argument("--trigger", type=float, metavar="SECONDS", default=None,
                       help="continuous mode: start a micro-batch every SECONDS (default 1)")
     parser.add_argument("--max-files-per-trigger", type=int, metavar="N", help="at most N files per micro-batch")
-    parser.add_argument("--max-bytes-per-trigger", type=int, metavar="BYTES",
-                        help="about BYTES of files per micro-batch (not with --max-files-per-trigger)")
     parser.add_argument("--reset", action="store_true",
                         help="forget the checkpoint of this landing+lake pair (bronze keeps every event once)")
     kafka = parser.add_argument_group("Kafka source (instead of the landing zone)")
@@ -69,7 +67,6 @@ def run(args: argparse.Namespace) -> int:
         once=args.once,
         trigger_seconds=args.trigger or 1.0,
         max_files_per_trigger=args.max_files_per_trigger,
-        max_bytes_per_trigger=args.max_bytes_per_trigger,
         reset=args.reset,
         sync=not args.no_sync,
         thrift_host=args.thrift_host or settings.thrift_host,

@@ -119,6 +119,7 @@ def test_planted_bad_values_are_dead_lettered_and_the_stream_goes_on(avro_run) -
 
 
 @pytest.mark.slow
+@pytest.mark.reliability
 def test_registry_outage_dead_letters_replay_once_the_registry_answers(avro_run) -> None:
     """Runs last (it changes the lake): the values dead-lettered while the registry was down decode
     through ``dead-letter replay --schema-registry-url`` once a registry with their schemas answers;

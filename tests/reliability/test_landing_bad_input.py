@@ -9,11 +9,11 @@ in Kafka partition 9 (the simulator writes partitions 0-2, so offsets never coll
 * a file with one huge line (a real event padded to 6 MiB with JSON whitespace) and one
   real event with an added column (schema drift);
 * a file of an unknown topic, and a file whose name is not a landing name;
-* a "doomed" file (real lines only) deleted while the stream has it listed: its batch finds
-  it gone, so it must be named in exactly one ``file_vanished`` dead letter (never dropped
-  without a word).
+* a "doomed" file of events with keys of their own (``DOOMED_KEYS``) deleted while the stream
+  has it listed: its batch finds it gone, so it must be named in exactly one ``file_vanished``
+  dead letter (never dropped without a word), and none of its events is in bronze.
 
-Every other "real line" is a copy of an event the simulator already landed, so bronze must
+Every "real line" is a copy of an event the simulator already landed, so bronze must
 still equal the oracle exactly (re-deliveries are stored once), whatever happens to the
 doomed file. The huge line and the drifted line carry keys of their own (``FRESH_KEYS``),
 so only reading them puts them in bronze: each must be there once, equal to its original
@@ -46,6 +46,8 @@ HUGE_BYTES = 6 * 1024 * 1024
 #: Keys of the huge line's and the drifted line's events (the simulator's sales keys stay far below).
 HUGE_KEY, DRIFTED_KEY = 9_100_001, 9_100_002
 FRESH_KEYS = {HUGE_KEY: 300, DRIFTED_KEY: 301}  # key -> its offset in partition 9
+#: Keys of the doomed file's events: in no other file, so only that file could have brought them.
+DOOMED_KEYS = range(9_100_100, 9_100_112)
 
 
 def _real_lines(landing: Path, count: int) -> list[bytes]:
@@ -105,7 +107,8 @@ def plant_bad_files(landing: Path) -> tuple[Counter, Path, set[str], dict[int, i
     odd.write_bytes(real[10] + b"\n")
     time.sleep(1.1)  # the doomed file is the newest: listed, then read in a later micro-batch
     doomed = _landing_file(landing, TOPIC, 400)
-    doomed.write_bytes(b"\n".join(real[:12]) + b"\n")
+    doomed.write_bytes(b"".join(json.dumps(_with_key(line, key)[0]).encode() + b"\n"
+                                for line, key in zip(real[:12], DOOMED_KEYS, strict=True)))
     expected[(TOPIC, PARTITION, 400, FILE_VANISHED)] += 1  # deleted once listed: its batch names it
     return expected, doomed, {str(odd.relative_to(landing))}, {HUGE_KEY: huge_original, DRIFTED_KEY: drifted_original}
 
@@ -171,8 +174,9 @@ def test_bad_landing_files_never_stop_the_stream(tmp_path: Path) -> None:
     oracle = load_oracle(str(landing))
     sale_rows = hudi_rows(lake / "bronze" / "sale")
     planted_rows = [r for r in sale_rows if r["salesid"] in FRESH_KEYS]
+    doomed_rows = [r for r in sale_rows if r["salesid"] in DOOMED_KEYS]
     comparisons = [c if c.table != "sale" else compare_table(
-        "sale", oracle.events("sale"), [r for r in sale_rows if r["salesid"] not in FRESH_KEYS])
+        "sale", oracle.events("sale"), [r for r in sale_rows if r["salesid"] not in (*FRESH_KEYS, *DOOMED_KEYS)])
         for c in compare_lake(lake, landing)]
     tables = [c for c in comparisons if c.table != "dead_letter"]
     oracle_dead = Counter((d["topic"], d["partition"], d["offset"], d["reason"])
@@ -198,6 +202,7 @@ def test_bad_landing_files_never_stop_the_stream(tmp_path: Path) -> None:
     assert planted_dead <= streamed_dead, planted_dead - streamed_dead  # written by the stream itself
     vanished = [r["landing_file"] for r in hudi_rows(lake / "bronze" / "dead_letter") if r["reason"] == FILE_VANISHED]
     assert vanished == [str(doomed.relative_to(landing))], vanished
+    assert doomed_rows == []  # its events went with it: reported by the dead letter above, not read
     # the huge and drifted lines were read: each is in bronze once, as its original but for the key
     assert sorted((r["salesid"], r["_cdc_kafka_partition"], r["_cdc_kafka_offset"]) for r in planted_rows) == [
         (key, PARTITION, offset) for key, offset in sorted(FRESH_KEYS.items())]

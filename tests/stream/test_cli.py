@@ -23,14 +23,6 @@ def small_lake(tmp_path_factory, spark) -> tuple[Path, Path]:
     return landing, lake
 
 
-def test_ingest_refuses_both_admission_limits(tmp_path, capsys) -> None:
-    (tmp_path / "topics").mkdir()
-    code = cli_main(["ingest", "--once", "--landing", str(tmp_path), "--lake", str(tmp_path / "lake"),
-                     "--max-files-per-trigger", "2", "--max-bytes-per-trigger", "1000"])
-    assert code == 2
-    assert "--max-files-per-trigger and --max-bytes-per-trigger" in capsys.readouterr().err
-
-
 def test_ingest_names_a_landing_zone_without_topics(tmp_path, capsys) -> None:
     code = cli_main(["ingest", "--once", "--landing", str(tmp_path / "nowhere"), "--lake", str(tmp_path / "l")])
     assert code == 2
