@@ -54,6 +54,12 @@ class LakeLockedError(RuntimeError):
                          "nothing was written")
 
 
+class LakeLockError(RuntimeError):
+    """The lock itself cannot be read or written (a missing bucket, no credentials, an outage)."""
+
+    hint = "check the lake path: its bucket, the AWS credentials, region and AWS_ENDPOINT_URL"
+
+
 class LakeLockLostError(RuntimeError):
     """The S3 lease was taken over while this process held it (it stalled past the lease's TTL)."""
 
@@ -140,6 +146,15 @@ class LakeWriterLock:
             self._s3 = None
 
 
+def _s3_problem(exc: Exception) -> str:
+    """S3's answer in a few words ("the bucket does not exist (NoSuchBucket)")."""
+    error = getattr(exc, "response", {}).get("Error", {})
+    code, message = error.get("Code"), error.get("Message")
+    if code == "NoSuchBucket":
+        return "the bucket does not exist (NoSuchBucket)"
+    return f"{message or exc} ({code})" if code else str(exc)
+
+
 def _read_local_holder(path: Path) -> dict[str, Any] | None:
     """The holder's record; the holder writes it right after taking the lock, so a few short retries."""
     for _ in range(5):
@@ -208,6 +223,15 @@ class _S3Lease:
         return not isinstance(renewed, int | float) or time.time() - renewed > ttl
 
     def acquire(self) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            self._acquire()
+        except (BotoCoreError, ClientError) as exc:
+            raise LakeLockError(f"lake {self.lake}: cannot take the writer lock s3://{self.bucket}/{self.key}: "
+                                f"{_s3_problem(exc)}") from None
+
+    def _acquire(self) -> None:
         for _ in range(5):
             etag = self._put(IfNoneMatch="*")
             if etag is None:

@@ -18,7 +18,7 @@ from pyspark.errors import StreamingQueryException
 
 from ingestion import files
 from ingestion.cdc.contracts import topic_map
-from ingestion.lake_lock import LakeLockedError, LakeWriterLock
+from ingestion.lake_lock import LakeLockedError, LakeLockError, LakeWriterLock
 from ingestion.sources.kafka import KafkaSourceOptions, kafka_stream
 from ingestion.sources.landing import landing_stream, topics_root
 from ingestion.stream.batch import WRITE_THREADS, BatchProcessor, BatchReport, create_empty_table
@@ -155,7 +155,7 @@ def run_ingest(options: IngestOptions, *, spark=None, log_stream: TextIO | None 
     lock = LakeWriterLock(options.lake)
     try:
         lock.acquire()
-    except LakeLockedError as exc:
+    except (LakeLockedError, LakeLockError) as exc:
         raise IngestError(str(exc), exc.hint) from None
     try:
         return _run_locked(options, lock, spark=spark, log_stream=log_stream, on_report=on_report,

@@ -75,7 +75,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    from ingestion.lake_lock import LakeLockedError
+    from ingestion.lake_lock import LakeLockedError, LakeLockError
     from ingestion.stream.dead_letters import DeadLetterError, load_fixes, replay
     from ingestion.stream.hudi_tables import ForeignBloomFiltersError
     from ingestion.stream.late_copies import ReusedOffsetsError
@@ -90,7 +90,7 @@ def run_replay(args: argparse.Namespace) -> int:
         result = replay(lake, rows, fixes=fixes, dry_run=args.dry_run, schema_registry_url=args.schema_registry_url)
     except (DeadLetterError, ReusedOffsetsError, FileNotFoundError) as exc:
         raise CliError(str(exc)) from None
-    except (ForeignBloomFiltersError, LakeLockedError) as exc:
+    except (ForeignBloomFiltersError, LakeLockedError, LakeLockError) as exc:
         raise CliError(str(exc), exc.hint) from None
     verb = "would replay" if args.dry_run else "replayed"
     sys.stdout.write(f"{verb} {sum(result.replayed.values())} events of {result.selected} selected lines "

@@ -86,13 +86,19 @@ def test_a_lake_on_a_missing_bucket_is_one_clear_error(moto_endpoint, tmp_path) 
         assert result.returncode == 1, result.stderr[-2000:]
         return [line for line in result.stderr.splitlines() if line.startswith(("error:", "hint:"))]
 
-    lines = error_lines({})  # the checkpoint, in the lake's bucket by default, is the first thing written
-    assert lines[0].startswith(f"error: checkpoints {lake}/_checkpoints: "), lines
+    # the lake's writer lock (ingestion/lake_lock.py) is the first thing written, in the lake's bucket
+    for extra in ({}, {"LAKEHOUSE_CHECKPOINTS": str(tmp_path / "checkpoints")}):
+        lines = error_lines(extra)
+        assert lines[0].startswith(f"error: lake {lake}: cannot take the writer lock "), lines
+        assert "bucket does not exist" in lines[0], lines
+        assert lines[1].startswith("hint: check the lake path"), lines
+    # a lake whose bucket exists, checkpoints on a missing one: the checkpoint is named
+    boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1").create_bucket(Bucket="lake-bucket")
+    checkpoints = "s3a://no-such-bucket/checkpoints"
+    lines = error_lines({"LAKEHOUSE_LAKE": "s3a://lake-bucket/lake", "LAKEHOUSE_CHECKPOINTS": checkpoints})
+    assert lines[0].startswith(f"error: checkpoints {checkpoints}: "), lines
     assert "bucket does not exist" in lines[0], lines
     assert lines[1].startswith("hint: set LAKEHOUSE_CHECKPOINTS"), lines
-    lines = error_lines({"LAKEHOUSE_CHECKPOINTS": str(tmp_path / "checkpoints")})
-    assert lines[0].startswith(f"error: lake {lake}: cannot open or create the bronze tables:"), lines
-    assert lines[1].startswith("hint: check the lake path"), lines
 
 
 def test_dbt_builds_silver_in_a_warehouse_on_s3(moto_endpoint, tmp_path, monkeypatch) -> None:
