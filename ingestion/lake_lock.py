@@ -24,6 +24,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import socket
 import sys
 import threading
@@ -79,6 +80,14 @@ def _holder_alive_here(holder: dict[str, Any]) -> bool | None:
     return pid_alive(int(holder.get("pid") or -1), holder.get("start_ticks"))
 
 
+def _command_words(argv: list[str]) -> str:
+    """What the holder runs, for the refusal message: the program, subcommands and flags, but no
+    value that could carry a secret (a URL with credentials, a path): the lock sits in the lake."""
+    words = [Path(argv[0]).name] if argv else []
+    words += [arg.split("=", 1)[0] for arg in argv[1:] if re.fullmatch(r"-{0,2}[A-Za-z][\w-]*(=.*)?", arg)]
+    return " ".join(words)[:200]
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -89,8 +98,7 @@ class LakeWriterLock:
     def __init__(self, lake: str, command: str | None = None, *, ttl_seconds: float = TTL_SECONDS,
                  renew_seconds: float = RENEW_SECONDS):
         self.lake = str(lake).rstrip("/")
-        self.command = command if command is not None else " ".join(
-            [Path(sys.argv[0]).name, *sys.argv[1:]])[:200]
+        self.command = command if command is not None else _command_words(sys.argv)
         self.ttl_seconds = ttl_seconds
         self.renew_seconds = renew_seconds
         self.holder = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": _now(),

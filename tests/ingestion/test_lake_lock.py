@@ -146,3 +146,18 @@ def test_s3_holder_whose_lease_was_taken_over_stops_writing(s3_lake):
 def test_local_lake_path_may_be_a_file_uri(tmp_path: Path):
     with LakeWriterLock(f"file://{tmp_path}/lake"), pytest.raises(LakeLockedError):
         LakeWriterLock(str(tmp_path / "lake")).acquire()
+
+
+def test_the_holders_command_keeps_no_value_that_could_carry_a_secret(tmp_path: Path) -> None:
+    """The lock (in the lake, on S3 too) names the holder's command: its words and flags, no values."""
+    secret_url = "http://registry-user:" + "registry-pass@127.0.0.1:8080/apis"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD.replace("'lakehouse ingest --once'", "None"),
+                               str(tmp_path / "lake"), "--schema-registry-url", secret_url, "--once"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        recorded = json.loads((tmp_path / "lake" / LOCK_NAME).read_text())["command"]
+    finally:
+        holder.kill()
+        holder.wait()
+    assert "registry-pass" not in recorded and "--schema-registry-url" in recorded and "--once" in recorded
