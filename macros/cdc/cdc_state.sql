@@ -153,31 +153,6 @@ left join {{ this }} as stored on latest.state_key = stored.state_key
 
 
 {#-
-  The bronze commit a state table has read up to: the newest `bronze_commit_time` among
-  its rows (Hudi commit instants, `yyyyMMddHHmmssSSS`, compare as strings). Bronze
-  instants of a table only grow (one writer per table), so every event of a newer
-  commit is newer than it. A commit whose events all lost to newer state leaves the
-  watermark where it was and is read again by the next run: merging is idempotent.
-  Read with one query when the model runs (not compiled into the model's SQL, so the
-  bronze scan can skip the files of older commits by their `_hoodie_commit_time`
-  statistics).
-
-  relation  the state table (this)
--#}
-{% macro cdc_state_watermark(relation) -%}
-    {%- if not execute -%}
-        {{ return('') }}
-    {%- endif -%}
-    {%- set result = run_query('select max(bronze_commit_time) as watermark from ' ~ relation) -%}
-    {%- set watermark = result.columns[0].values()[0] if result.rows | length > 0 else none -%}
-    {%- if watermark is not none and not modules.re.match('^[0-9]+$', watermark | string) -%}
-        {%- do exceptions.raise_compiler_error(relation ~ ': bronze_commit_time ' ~ watermark ~ ' is not a Hudi instant') -%}
-    {%- endif -%}
-    {{ return(watermark or '') }}
-{%- endmacro %}
-
-
-{#-
   Body of a published silver relation: the live rows of a state table. Drops
   tombstones, the truncate row itself, and every key whose latest position is older
   than the latest truncate.

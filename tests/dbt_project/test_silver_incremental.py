@@ -32,18 +32,24 @@ def test_silver_equals_oracle_before_and_after_incremental_changes(lakehouse: Db
     lakehouse.dbt.run("run", "-s", *SILVER)
     assert lakehouse.silver_differences() == {}
 
-    # the state models read the changes' commits (their newest rows come from them)
+    # the state models read the changes' commits (their newest rows come from them), and each state
+    # commit records the bronze instant it read up to: the next run's watermark (read by hudi-rs)
     for state, table in (("users_cdc_state", "user"), ("venues_cdc_state", "venue"), ("sales_cdc_state", "sale")):
         assert _watermark(lakehouse, state) == instants[table], state
+    for state, table in (("users_cdc_state", "user"), ("sales_cdc_state", "sale")):
+        assert _state_commits(lakehouse, state)[-1]["extraMetadata"]["_lakehouse_bronze_instant"] == instants[table]
 
 
 def _state_commits(lakehouse: DbtLakehouse, state: str) -> list[dict]:
-    """The completed commits of a silver state table with their write stats, read by hudi-rs."""
+    """The completed writes of a silver state table (a merge-on-read table's delta commits and compactions)
+    in instant order, with their write stats, read by hudi-rs."""
     location = next(row[1] for row in lakehouse.sql(f"describe table extended silver.{state}")
                     if row[0] == "Location")
     table = HudiTableBuilder.from_base_uri(location.replace("file:", "", 1)).build()
     timeline = table.get_timeline()
-    return [json.loads(timeline.get_instant_metadata_in_json(i)) for i in timeline.get_completed_commits()]
+    instants = sorted(timeline.get_completed_commits() + timeline.get_completed_deltacommits(),
+                      key=lambda instant: instant.timestamp)
+    return [json.loads(timeline.get_instant_metadata_in_json(i)) for i in instants]
 
 
 def _written(commit: dict) -> tuple[int, int]:
