@@ -8,7 +8,13 @@ simulate (scale S) -> ingest -> dbt, then prints medians of several runs:
     incrementally after ~1% changes (simulated + ingested), --runs times in a row as
     scheduled runs do (table services that run every Nth commit, such as cleaning or a
     merge-on-read table's compaction, fall inside the measured runs), as a ratio to a full
-    refresh of the same models (--full-runs, afterwards) (goal at scale 10: <= 0.25);
+    refresh of the same models (--full-runs, afterwards) (goal at scale 10: <= 0.35, stretch 0.25);
+  - the same after a fixed number of changes (--fixed-changes, default 1,000; --fixed-runs times):
+    run the bench at scales 1, 4 and 10 for the slope (goal: scale 10 <= 1.3x scale 1);
+  - rows written per incremental run by every silver and gold Hudi table, from Hudi's commit
+    metadata (inserts + updates + deletes), per changed row, with the compaction of the
+    merge-on-read tables (timed once after the runs, amortised over its interval of delta
+    commits) counted (goal: <= 10x the changed rows);
   - the `hourly` job (`lakehouse jobs run hourly`: ingest, then the build of silver and gold
     narrowed to the bronze tables with new commits) with nothing new landed, --idle-runs
     times, alternating with its build step as written (the same dbt command unnarrowed: what
@@ -23,7 +29,8 @@ server that has never run a statement plans and JIT-compiles it more slowly (a l
 server running scheduled jobs has run both many times).
 
     .venv/bin/python benchmarks/bench_dbt.py [--scale 1.0] [--runs 5] [--full-runs 3] [--warmup 1]
-                                             [--change-pct 1.0] [--threads 4] [--select "tag:silver tag:gold"]
+                                             [--change-pct 1.0] [--fixed-changes 1000] [--fixed-runs 3]
+                                             [--threads 4] [--select "tag:silver tag:gold"]
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from hudi import HudiTableBuilder
 from rich.console import Console
 from rich.table import Table
 
@@ -83,6 +91,10 @@ class Instance:
             raise SystemExit(f"{what} failed (exit {result.returncode}):\n{tail}")
         return elapsed
 
+    def warehouse(self) -> Path:
+        """Where the Thrift server's tables (silver, gold) live."""
+        return Path(self.settings.warehouse.replace("file:", "", 1))
+
     def lakehouse(self, *args: str, what: str) -> float:
         return self.run([str(BIN / "lakehouse"), *args], what)
 
@@ -117,6 +129,11 @@ def main() -> None:
                         help="incremental runs in a row (their median and mean are printed)")
     parser.add_argument("--full-runs", type=int, default=3, help="full refreshes of the selection, after them")
     parser.add_argument("--change-pct", type=float, default=1.0, help="changes per incremental run, %% of rows")
+    parser.add_argument("--fixed-changes", type=int, default=1000,
+                        help="changes per run of the fixed-size series (the slope across scales)")
+    parser.add_argument("--fixed-runs", type=int, default=3, help="runs of the fixed-size series (0: none)")
+    parser.add_argument("--compaction-interval", type=int, default=10,
+                        help="delta commits between compactions of the merge-on-read tables (dbt_project.yml)")
     parser.add_argument("--threads", type=int, default=4, help="dbt threads (the profile's default is 4)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed silver cycles before the measured ones")
     parser.add_argument("--build-runs", type=int, default=None,
@@ -161,13 +178,25 @@ def main() -> None:
         for run in range(-args.warmup, args.runs):
             instance.lakehouse("simulate", "--changes", str(changes), "--quiet", what="simulate changes")
             instance.lakehouse("ingest", "--once", "--quiet", what="ingest changes")
+            before = written_rows(instance.warehouse())
             incremental_s = instance.dbt("run", "-s", *selection)
             incremental_work = instance.dbt_elapsed()
             if run < 0:
                 console.print(f"warm-up: incremental {incremental_s:.1f} s")
                 continue
             runs.add_incremental(incremental_s, incremental_work, instance.node_seconds())
-            console.print(f"incremental #{run + 1}: {incremental_s:.1f} s (dbt elapsed {incremental_work:.1f} s)")
+            runs.written.append(written_rows(instance.warehouse()) - before)
+            console.print(f"incremental #{run + 1}: {incremental_s:.1f} s (dbt elapsed {incremental_work:.1f} s), "
+                          f"rows written {runs.written[-1]} for {changes} changes")
+        for run in range(args.fixed_runs):
+            instance.lakehouse("simulate", "--changes", str(args.fixed_changes), "--quiet", what="simulate changes")
+            instance.lakehouse("ingest", "--once", "--quiet", what="ingest changes")
+            before = written_rows(instance.warehouse())
+            runs.fixed.append(instance.dbt("run", "-s", *selection))
+            runs.fixed_written.append(written_rows(instance.warehouse()) - before)
+            console.print(f"incremental, {args.fixed_changes} changes #{run + 1}: {runs.fixed[-1]:.1f} s, "
+                          f"rows written {runs.fixed_written[-1]}")
+        compaction = compact_all(instance)
         for run in range(args.full_runs):
             full_s = instance.dbt("run", "-s", *selection, "--full-refresh")
             runs.add_full(full_s, instance.dbt_elapsed(), instance.node_seconds())
@@ -193,6 +222,21 @@ def main() -> None:
                       f"{statistics.fmean(runs.incremental) / median(runs.full):.2f}", "")
         table.add_row("  same, dbt elapsed only (medians)",
                       f"{median(runs.incremental_work) / median(runs.full_work):.2f}", "")
+        interval = args.compaction_interval
+        amortised = median(runs.incremental) + compaction.seconds / interval
+        table.add_row(f"compaction of the merge-on-read tables ({', '.join(compaction.tables)})",
+                      f"{compaction.seconds:.1f} s", f"every {interval} runs")
+        table.add_row("incremental + compaction / interval, over full refresh",
+                      f"{amortised / median(runs.full):.2f}", "<= 0.35 at scale 10")
+        table.add_row("rows written per incremental run / changes (median, compaction amortised)",
+                      f"{(median(runs.written) + compaction.written / interval) / changes:.2f}",
+                      "<= 10")
+        if runs.fixed:
+            table.add_row(f"dbt run -s {args.select} after {args.fixed_changes} changes (median)",
+                          f"{median(runs.fixed):.1f} s", "scale 10 <= 1.3x scale 1")
+            table.add_row("  rows written / changes (median, compaction amortised)",
+                          f"{(median(runs.fixed_written) + compaction.written / interval) / args.fixed_changes:.2f}",
+                          "<= 10")
         if idle.whole:
             table.add_row("hourly job, nothing new: whole (ingest + build step)", f"{median(idle.whole):.1f} s",
                           "<= 30 s at scale 10")
@@ -263,6 +307,56 @@ def build_breakdown(results: list[dict], top: int = 15) -> Table:
     return table
 
 
+def hudi_tables(warehouse: Path) -> list[Path]:
+    """The Hudi tables of the silver and gold schemas."""
+    return sorted(path.parent.parent for path in warehouse.glob("*.db/*/.hoodie/hoodie.properties"))
+
+
+def written_rows(warehouse: Path) -> int:
+    """Rows every completed write of every silver and gold Hudi table has written so far (inserts,
+    updates and deletes from the commit metadata, compactions included), read by hudi-rs. A table
+    dropped and created again (a full refresh) starts again from its new timeline."""
+    total = 0
+    for path in hudi_tables(warehouse):
+        timeline = HudiTableBuilder.from_base_uri(str(path)).build().get_timeline()
+        for instant in timeline.get_completed_commits() + timeline.get_completed_deltacommits():
+            metadata = json.loads(timeline.get_instant_metadata_in_json(instant))
+            for stats in metadata.get("partitionToWriteStats", {}).values():
+                total += sum(s.get("numInserts", 0) + s.get("numUpdateWrites", 0) + s.get("numDeletes", 0)
+                             for s in stats)
+    return total
+
+
+@dataclasses.dataclass
+class Compaction:
+    """One compaction of every merge-on-read table: its seconds and the rows it wrote."""
+
+    tables: list[str]
+    seconds: float
+    written: int
+
+
+def compact_all(instance: Instance) -> Compaction:
+    """Compact every merge-on-read table of silver and gold now (Hudi's run_compaction procedure),
+    timed: the cost the inline compaction pays once per interval of delta commits."""
+    warehouse = instance.warehouse()
+    tables = []
+    for path in hudi_tables(warehouse):
+        properties = (path / ".hoodie" / "hoodie.properties").read_text()
+        if "hoodie.table.type=MERGE_ON_READ" in properties:
+            tables.append(f"{path.parent.name.removesuffix('.db')}.{path.name}")
+    before = written_rows(warehouse)
+    started = time.perf_counter()
+    for table in tables:
+        thrift.run_sql("127.0.0.1", instance.settings.thrift_port,
+                       f"call run_compaction(op => 'scheduleandexecute', table => '{table}')")
+    seconds = time.perf_counter() - started
+    compaction = Compaction(tables, seconds, written_rows(warehouse) - before)
+    console.print(f"compaction of {len(tables)} merge-on-read tables: {seconds:.1f} s, "
+                  f"rows written {compaction.written}")
+    return compaction
+
+
 @dataclasses.dataclass
 class SilverRuns:
     """The measured incremental runs and full refreshes of the selection."""
@@ -273,6 +367,9 @@ class SilverRuns:
     full_work: list[float] = dataclasses.field(default_factory=list)
     incremental_nodes: dict[str, list[float]] = dataclasses.field(default_factory=dict)
     full_nodes: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    written: list[int] = dataclasses.field(default_factory=list)
+    fixed: list[float] = dataclasses.field(default_factory=list)
+    fixed_written: list[int] = dataclasses.field(default_factory=list)
 
     def add_incremental(self, seconds: float, work: float, nodes: dict[str, float]) -> None:
         self.incremental.append(seconds)
