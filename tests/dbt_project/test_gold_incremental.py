@@ -80,3 +80,10 @@ def test_a_run_without_changes_writes_no_fact_row(lakehouse: DbtLakehouse) -> No
     before = len(_writes(lakehouse, "gold.fct_sales"))
     lakehouse.dbt.run("run", "-s", "+fct_sales")
     assert [(w["written"], w["deleted"]) for w in _writes(lakehouse, "gold.fct_sales")[before:]] in ([], [(0, 0)])
+
+
+def test_the_unit_tests_pass_once_the_models_they_test_read_exist(lakehouse: DbtLakehouse) -> None:
+    """dbt's unit tests take the column types of inputs given without rows from the built parents."""
+    lakehouse.dbt.run("seed")
+    lakehouse.dbt.run("run")
+    lakehouse.dbt.run("test", "--select", "test_type:unit")
