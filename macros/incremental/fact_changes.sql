@@ -116,6 +116,17 @@
   members     dict: dimension state model -> the columns of rows_cte holding its keys
 -#}
 {% macro fact_candidates(since, own_state, key, rows_cte, members) -%}
+{#- one `in (subquery)` per member column: Spark plans each as a hash (existence) join with the
+    few changed members, where one join on an `or` of conditions was a nested loop over every row -#}
+{%- set member_predicates = [] -%}
+{%- for state, columns in members.items() -%}
+    {%- for column in columns -%}
+        {%- do member_predicates.append(
+            'cast(' ~ rows_cte ~ '.' ~ column ~ ' as string) in (\n'
+            ~ '            select state_key from changed_states where parent = \'' ~ state ~ '\' and not is_truncate\n'
+            ~ '        )') -%}
+    {%- endfor -%}
+{%- endfor -%}
 changed_states as (
 
     select '{{ own_state }}' as parent, state_key, is_truncate
@@ -144,16 +155,8 @@ candidates as (
     union
     select {{ rows_cte }}.{{ key }}
     from {{ rows_cte }}
-    left semi join changed_states
-        on
-            not changed_states.is_truncate
-            and (
-                {%- for state, columns in members.items() %}
-                {{ 'or ' if not loop.first }}(changed_states.parent = '{{ state }}' and changed_states.state_key in (
-                    {%- for column in columns %}cast({{ rows_cte }}.{{ column }} as string){{ ', ' if not loop.last }}{% endfor -%}
-                ))
-                {%- endfor %}
-            )
+    where
+        {{ member_predicates | join('\n        or ') }}
     union
     select {{ rows_cte }}.{{ key }}
     from {{ rows_cte }} cross join any_truncate
