@@ -117,17 +117,21 @@ def hudi_rs_rows(location: str) -> list[dict]:
 def silver_differences(host: str, port: int, landing: str) -> dict[str, list[str]]:
     """Per table, how silver differs from the simulator's oracle of ``landing``: the published
     relation (read by Spark through the Thrift server) and the live rows of its state table's
-    Hudi files (read by hudi-rs). Empty when every table equals the oracle."""
+    Hudi files (read by hudi-rs; a state model that is a view has none). Empty when every table
+    equals the oracle."""
     from ingestion.cdc.contracts import load_contracts
     from simulator.oracle import load_oracle
 
     oracle = load_oracle(landing)
     problems = {}
+    # the small entities' state models are views over their change log: no Hudi files of their own
+    views = {row[1] for row in thrift.run_sql(host, port, "show views in silver")}
     for table, contract in load_contracts().items():
         live = oracle_rows({tuple(row[k] for k in contract.primary_key): row for row in oracle.live_rows(table)},
                            table)
         diff = differences(silver_rows(host, port, table), live)
-        diff += [f"hudi-rs: {d}" for d in differences(state_live_rows_by_hudi_rs(host, port, table), live)]
+        if f"{SILVER_COLUMNS[table][0]}_cdc_state" not in views:
+            diff += [f"hudi-rs: {d}" for d in differences(state_live_rows_by_hudi_rs(host, port, table), live)]
         if diff:
             problems[table] = diff
     return problems
