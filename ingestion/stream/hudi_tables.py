@@ -266,5 +266,5 @@ def refuse_foreign_bloom_filters(spark: SparkSession, paths: list[str]) -> None:
                 f"{miss.key!r}: the table was written by another writer (the project's own Hudi writer before "
                 "Apache Hudi?), and re-delivered events would be stored twice; nothing was written",
                 "rebuild bronze from the landing zone, never upgrade it in place: lakehouse down, remove the lake "
-                "and the checkpoints, lakehouse ingest --once, then lakehouse dbt build --full-refresh (README, "
-                "Troubleshooting)")
+                "and the checkpoints, lakehouse ingest --once, then lakehouse dbt build --full-refresh "
+                "(docs/runbook.md, 'Other error messages and symptoms')")

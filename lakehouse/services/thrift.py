@@ -155,7 +155,7 @@ def server_confs(settings: Settings, ui: bool = False) -> dict[str, str]:
         # ~1,800 distinct classes, so every build compiled them all again, and the JIT then
         # compiled the new classes' methods again too. With room for every class of a build,
         # repeated builds on a long-lived server (scheduled jobs) reuse them: 1,774 -> 205
-        # classes per build, 88-98 s -> 77-86 s for builds 2-3, docs/performance.md "dbt, session 8".
+        # classes per build, 88-98 s -> 77-86 s for builds 2-3 (docs/performance.md at c579324, "dbt, session 8").
         "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
         # Run each statement in its handler thread: dbt-spark polls async statements every
         # poll_interval (whole seconds), which cost ~1 s per statement; synchronous statements
