@@ -8,7 +8,7 @@
   the unique key as Hudi's record key both rows have the same key, Hudi merges them into
   one, and the new version is lost. Every version has its own `dbt_scd_id`, so with that
   as the record key both are kept. Models keep dbt-spark's rule (the record key is the
-  model's `unique_key`). tests/dbt_project/test_hudi_snapshots.py runs a snapshot on Hudi
+  model's `unique_key`). tests/dbt_project/test_upstream_workarounds.py runs a snapshot on Hudi
   and also checks that dbt-spark's own macro still has the bug: when it no longer does,
   that test fails and this override can go.
 -#}

@@ -8,7 +8,7 @@
   row-based result that PyHive 0.7 cannot read ("'NoneType' object is not iterable"),
   so every unit test fails (dbt-labs/dbt-adapters#481, apache/kyuubi#7106). Everything
   else is dbt-core 1.11's `materialization unit, default`.
-  tests/dbt_project/test_unit_materialization.py checks that a plain `run_query` of a
+  tests/dbt_project/test_upstream_workarounds.py checks that a plain `run_query` of a
   command still fails through dbt-spark: once it does not, this override can go.
 -#}
 {%- materialization unit, adapter='spark' -%}
