@@ -24,17 +24,22 @@
 
 {#-
   The newest completed commit instant (`yyyyMMddHHmmssSSS`) of a Hudi table, from its
-  timeline (Hudi's `show_commits` procedure; a merge-on-read compaction is not listed),
-  or none when the table has no completed commit.
+  timeline (Hudi's `show_commits` procedure), or none when the table has no completed commit.
+  With `writes_only`, a merge-on-read table's newest delta commit: its compactions (`commit`
+  actions there) carry no metadata of the write they fold in, so the instant a state commit
+  recorded is on its newest delta commit.
 
-  table_name  `schema.table` as the catalog knows it
+  table_name   `schema.table` as the catalog knows it
+  writes_only  skip a merge-on-read table's compactions
 -#}
-{% macro cdc_latest_instant(table_name) -%}
-    {%- set result = run_query("call show_commits(table => '" ~ table_name ~ "', limit => 1)") -%}
+{% macro cdc_latest_instant(table_name, writes_only=false) -%}
+    {%- set result = run_query("call show_commits(table => '" ~ table_name ~ "', limit => " ~ (20 if writes_only else 1) ~ ")") -%}
     {%- if result.rows | length == 0 -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set instant = result.columns['commit_time'].values()[0] | string -%}
+    {%- set actions = result.columns['action'].values() | list -%}
+    {%- set index = actions.index('deltacommit') if writes_only and 'deltacommit' in actions else 0 -%}
+    {%- set instant = result.columns['commit_time'].values()[index] | string -%}
     {%- if not modules.re.match('^[0-9]+$', instant) -%}
         {%- do exceptions.raise_compiler_error(table_name ~ ': latest commit ' ~ instant ~ ' is not a Hudi instant') -%}
     {%- endif -%}
@@ -56,7 +61,7 @@
     {%- endif -%}
     {%- if model.resource_type != 'unit_test' -%}
         {%- set table_name = relation.schema ~ '.' ~ relation.identifier -%}
-        {%- set instant = cdc_latest_instant(table_name) -%}
+        {%- set instant = cdc_latest_instant(table_name, writes_only=true) -%}
         {%- if instant is not none -%}
             {%- set recorded = run_query(
                 "call show_commit_extra_metadata(table => '" ~ table_name ~ "', instant_time => '" ~ instant

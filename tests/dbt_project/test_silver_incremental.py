@@ -64,6 +64,27 @@ def _change_sale(lakehouse: DbtLakehouse, sale_id: int) -> None:
     lakehouse.commit(lakehouse.fixture.log.take())
 
 
+def test_the_watermark_is_read_from_the_commit_metadata_after_a_compaction(lakehouse: DbtLakehouse) -> None:
+    """A compaction is a commit without the state's recorded bronze instant: the next run still takes its
+    watermark from the newest delta commit's metadata, not from a scan of the state, and reads the change."""
+    lakehouse.dbt.run("run", "-s", "+sales_cdc_state")
+    first, sale_id = list(lakehouse.fixture.rows["sale"])[:2]
+    _change_sale(lakehouse, first)
+    lakehouse.dbt.run("run", "-s", "sales_cdc_state")  # a delta commit: log files to compact
+    lakehouse.sql("call run_compaction(op => 'scheduleandexecute', table => 'silver.sales_cdc_state', "
+                  "options => 'hoodie.compact.inline.max.delta.commits=1')")
+    assert _state_commits(lakehouse, "sales_cdc_state")[-1]["operationType"] == "COMPACT"
+    log = lakehouse.dbt.work_dir / "logs" / "dbt.log"
+    offset = log.stat().st_size
+    _change_sale(lakehouse, sale_id)
+    lakehouse.dbt.run("run", "-s", "sales_cdc_state")
+    statements = log.read_text()[offset:]
+    assert "show_commit_extra_metadata(table => 'silver.sales_cdc_state'" in statements
+    assert "max(bronze_commit_time) as watermark" not in statements
+    assert lakehouse.sql(f"select qty_sold from silver.sales_cdc_state where state_key = '{sale_id}'") == [
+        (lakehouse.fixture.rows["sale"][sale_id]["qtysold"],)]
+
+
 def test_incremental_run_merges_only_the_changed_keys(lakehouse: DbtLakehouse) -> None:
     """A change to one sale: the incremental run reads that one change and updates that one state row."""
     lakehouse.dbt.run("run", "-s", "+sales_cdc_state")
