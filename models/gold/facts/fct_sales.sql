@@ -1,3 +1,28 @@
+{#-
+  One row per live sale: its keys (resolved to dimension members), measures and dates.
+  Dimension attributes stay in the dimensions (a star schema): a rename of a category or
+  an event, or a user's move, changes one dimension row and no fact row, so a run's writes
+  follow the changed sales (docs/architecture.md, "Incremental gold").
+
+  Incremental (macros/incremental/fact_changes.sql): the sales whose state changed since
+  the last run and those pointing at a user, event or date whose state changed are
+  recomputed; the rows that differ from the stored ones are merged, the ones no longer
+  live deleted. A truncate of any parent recomputes every row.
+-#}
+{%- set parents = ['sales_cdc_state', 'users_cdc_state', 'events_cdc_state', 'dates_cdc_state'] -%}
+{{ config(
+    materialized='incremental',
+    incremental_strategy='merge',
+    unique_key='sale_id',
+    merge_delete_when='DBT_INTERNAL_SOURCE.is_removed',
+    options=fact_table_options('sale_id'),
+    pre_hook='{{ fact_record_parent_instants(' ~ parents ~ ') }}',
+    post_hook='reset {{ fact_parent_instants_key() }}',
+) }}
+{%- for parent in parents %}
+-- depends_on: {{ ref(parent) }}
+{%- endfor %}
+
 with
 
 sales as (
@@ -6,108 +31,83 @@ sales as (
 
 ),
 
-events as (
-
-    select * from {{ ref('dim_events') }}
-
-),
-
-venues as (
-
-    select * from {{ ref('dim_venues') }}
-
-),
-
-categories as (
-
-    select * from {{ ref('dim_categories') }}
-
-),
-
 users as (
 
-    select * from {{ ref('dim_users') }}
+    select * from {{ ref('users') }}
+
+),
+
+events as (
+
+    select * from {{ ref('events') }}
 
 ),
 
 dates as (
 
-    select * from {{ ref('dim_dates') }}
+    select * from {{ ref('dates') }}
 
 ),
 
-sales_with_keys as (
+{%- if is_incremental() %}
 
-    select
-        sales.*,
-        {{ member_key('events.event_id') }} as resolved_event_id,
-        {{ member_key('buyers.user_id') }} as resolved_buyer_id,
-        {{ member_key('sellers.user_id') }} as resolved_seller_id,
-        {{ member_key('dates.date_id') }} as resolved_date_id,
-        coalesce(events.venue_id, {{ var('unknown_member_key') }}) as resolved_venue_id,
-        coalesce(events.category_id, {{ var('unknown_member_key') }}) as resolved_category_id
+{%- set since = fact_since(this, parents) %}
+
+{{ fact_candidates(
+    since,
+    fact_needs_full_recompute(since),
+    'sales_cdc_state',
+    'sale_id',
+    'sales',
+    {'buyer_id': 'users_cdc_state', 'seller_id': 'users_cdc_state', 'event_id': 'events_cdc_state', 'date_id': 'dates_cdc_state'},
+) }},
+
+in_scope as (
+
+    select sales.*
     from sales
-    left join events on sales.event_id = events.event_id and not events.is_unknown_member
-    left join users as buyers on sales.buyer_id = buyers.user_id and not buyers.is_unknown_member
-    left join
-        users as sellers
-        on sales.seller_id = sellers.user_id and not sellers.is_unknown_member
-    left join dates on sales.date_id = dates.date_id and not dates.is_unknown_member
+    left semi join candidates on sales.sale_id = candidates.sale_id
 
 ),
 
-final as (
+{%- endif %}
+
+resolved as (
 
     select
 
         ----------  ids
-        sales_with_keys.sale_id,
-        sales_with_keys.listing_id,
-        sales_with_keys.resolved_buyer_id as buyer_id,
-        sales_with_keys.resolved_seller_id as seller_id,
-        sales_with_keys.resolved_event_id as event_id,
-        sales_with_keys.resolved_venue_id as venue_id,
-        sales_with_keys.resolved_category_id as category_id,
-        sales_with_keys.resolved_date_id as date_id,
-
-        ----------  strings
-        dates.quarter,
-        categories.category_group,
-        categories.category_name,
-        events.event_name,
-        venues.venue_name,
-        venues.venue_city,
-        venues.venue_state,
-        buyers.username as buyer_username,
-        buyers.full_name as buyer_name,
-        buyers.state as buyer_state,
-        sellers.username as seller_username,
-        sellers.full_name as seller_name,
-        sellers.state as seller_state,
+        sales.sale_id,
+        sales.listing_id,
+        {{ member_key('buyers.user_id') }} as buyer_id,
+        {{ member_key('sellers.user_id') }} as seller_id,
+        {{ member_key('events.event_id') }} as event_id,
+        {{ member_key('dates.date_id') }} as date_id,
 
         ----------  numerics
-        round(sales_with_keys.price_paid / sales_with_keys.qty_sold, 2) as ticket_price,
-        sales_with_keys.qty_sold,
-        sales_with_keys.price_paid,
-        round(sales_with_keys.commission / sales_with_keys.price_paid * 100, 2) as commission_prcnt,
-        sales_with_keys.commission,
-        sales_with_keys.price_paid - sales_with_keys.commission as earnings,
+        round(sales.price_paid / sales.qty_sold, 2) as ticket_price,
+        sales.qty_sold,
+        sales.price_paid,
+        round(sales.commission / sales.price_paid * 100, 2) as commission_prcnt,
+        sales.commission,
+        sales.price_paid - sales.commission as earnings,
 
         ----------  dates
-        sales_with_keys.sale_time,
-        to_date(sales_with_keys.sale_time) as sale_date,
-        buyers.first_purchase_date as buyer_first_purchase_date,
-        sellers.first_sale_date as seller_first_sale_date,
-        sales_with_keys.last_changed_at
+        sales.sale_time,
+        to_date(sales.sale_time) as sale_date,
+        sales.last_changed_at
 
-    from sales_with_keys
-    inner join events on sales_with_keys.resolved_event_id = events.event_id
-    inner join venues on sales_with_keys.resolved_venue_id = venues.venue_id
-    inner join categories on sales_with_keys.resolved_category_id = categories.category_id
-    inner join users as buyers on sales_with_keys.resolved_buyer_id = buyers.user_id
-    inner join users as sellers on sales_with_keys.resolved_seller_id = sellers.user_id
-    inner join dates on sales_with_keys.resolved_date_id = dates.date_id
+    from {{ 'in_scope' if is_incremental() else 'sales' }} as sales
+    left join users as buyers on sales.buyer_id = buyers.user_id
+    left join users as sellers on sales.seller_id = sellers.user_id
+    left join events on sales.event_id = events.event_id
+    left join dates on sales.date_id = dates.date_id
 
 )
 
-select * from final
+{{ fact_final_select(
+    ['sale_id', 'listing_id', 'buyer_id', 'seller_id', 'event_id', 'date_id', 'ticket_price', 'qty_sold',
+     'price_paid', 'commission_prcnt', 'commission', 'earnings', 'sale_time', 'sale_date', 'last_changed_at'],
+    'sale_id',
+    'resolved',
+) }}

@@ -1,0 +1,266 @@
+{#-
+  What an incremental gold fact reads: its parents' changes since the fact's last run, from
+  the parents' Hudi timelines (docs/architecture.md, "Incremental gold").
+
+  A fact names its parent state models (`parents`: the state of its own entity first, then
+  the dimensions whose members it resolves). Before the fact writes, its pre-hook
+  (`fact_record_parent_instants`) sets `_lakehouse_parent_instants` to each parent's newest
+  completed instant (`name:instant,...`); Hudi copies it into the fact commit's metadata.
+  The next run reads, per parent, only what changed after that instant:
+  - a state table (merge-on-read): Hudi's incremental query (`hudi_table_changes`, latest
+    state of the keys written by later commits: it reads only those commits' files);
+  - a state view (a small entity): the rows of its bronze commits after the instant.
+  The parents are upstream of the fact, so their commits are complete when its pre-hook runs;
+  the scheduled jobs never run two builds at once (lakehouse/jobs/lock.py).
+-#}
+
+{#- The session property (and commit-metadata key) holding the parents' instants a fact commit read up to. -#}
+{% macro fact_parent_instants_key() -%}
+    {{ return('_lakehouse_parent_instants') }}
+{%- endmacro %}
+
+
+{#- Whether a parent state model is a Hudi table (else a view over its bronze table). -#}
+{% macro fact_parent_is_table(name) -%}
+    {{ return(graph.nodes['model.' ~ project_name ~ '.' ~ name].config.materialized == 'incremental') }}
+{%- endmacro %}
+
+
+{#- The Hudi table whose timeline stands for a parent: the state table itself, or a view's bronze table. -#}
+{% macro fact_parent_timeline(name) -%}
+    {%- if fact_parent_is_table(name) -%}
+        {%- set relation = ref(name) -%}
+        {{ return(relation.schema ~ '.' ~ relation.identifier) }}
+    {%- endif -%}
+    {{ return(cdc_bronze_table_name(graph.nodes['model.' ~ project_name ~ '.' ~ name])) }}
+{%- endmacro %}
+
+
+{#- Each parent's newest completed instant, `name:instant` joined by commas ('' for none). -#}
+{% macro fact_parent_instants(parents) -%}
+    {%- set pairs = [] -%}
+    {%- for name in parents -%}
+        {%- do pairs.append(name ~ ':' ~ (cdc_latest_instant(fact_parent_timeline(name)) or '')) -%}
+    {%- endfor -%}
+    {{ return(pairs | join(',')) }}
+{%- endmacro %}
+
+
+{#- Pre-hook of an incremental fact: record its parents' instants in the fact commit. -#}
+{% macro fact_record_parent_instants(parents) -%}
+    {%- if execute and model.resource_type != 'unit_test' -%}
+        set {{ fact_parent_instants_key() }} = {{ fact_parent_instants(parents) }}
+    {%- endif -%}
+{%- endmacro %}
+
+
+{#-
+  The instant each parent was at when the fact last ran, from the fact's newest commit: a
+  dict by parent name. A parent the commit did not record (a fact written before the key
+  existed, a unit test) maps to '': all of it counts as changed (a full recompute).
+
+  relation  the fact table (this)
+  parents   the parent state models' names
+-#}
+{% macro fact_since(relation, parents) -%}
+    {%- set since = {} -%}
+    {%- for name in parents -%}
+        {%- do since.update({name: ''}) -%}
+    {%- endfor -%}
+    {%- if not execute or model.resource_type == 'unit_test' -%}
+        {{ return(since) }}
+    {%- endif -%}
+    {%- set table_name = relation.schema ~ '.' ~ relation.identifier -%}
+    {%- set instant = cdc_latest_instant(table_name) -%}
+    {%- if instant is not none -%}
+        {%- set recorded = run_query(
+            "call show_commit_extra_metadata(table => '" ~ table_name ~ "', instant_time => '" ~ instant
+            ~ "', metadata_key => '" ~ fact_parent_instants_key() ~ "')") -%}
+        {%- if recorded.rows | length > 0 -%}
+            {%- for pair in (recorded.columns['metadata_value'].values()[0] | string).split(',') -%}
+                {%- set name, value = pair.split(':') -%}
+                {%- if name in since and value -%}
+                    {%- do since.update({name: cdc_checked_instant(relation, value)}) -%}
+                {%- endif -%}
+            {%- endfor -%}
+        {%- endif -%}
+    {%- endif -%}
+    {{ return(since) }}
+{%- endmacro %}
+
+
+{#-
+  The rows (`state_key`, `is_truncate`) of a parent that changed after `instant`.
+
+  name     the parent state model
+  instant  where the fact's last run left it (fact_since)
+-#}
+{% macro fact_parent_changes(name, instant) -%}
+    {%- if fact_parent_is_table(name) -%}
+    select state_key, is_truncate
+    from hudi_table_changes('{{ fact_parent_timeline(name) }}', 'latest_state', '{{ instant }}')
+    {%- else -%}
+    select state_key, is_truncate
+    from {{ ref(name) }}
+    where bronze_commit_time > '{{ instant }}'
+    {%- endif -%}
+{%- endmacro %}
+
+
+{#-
+  Whether the fact must recompute every row: a parent it has no recorded instant for, or a
+  truncate in a parent's changes (every member of the table went at once).
+-#}
+{% macro fact_needs_full_recompute(since) -%}
+    {%- if not execute or model.resource_type == 'unit_test' -%}
+        {{ return(true) }}
+    {%- endif -%}
+    {%- if '' in since.values() -%}
+        {{ return(true) }}
+    {%- endif -%}
+    {%- set parts = [] -%}
+    {%- for name, instant in since.items() -%}
+        {%- do parts.append('select count_if(is_truncate) as truncates from (' ~ fact_parent_changes(name, instant) ~ ')') -%}
+    {%- endfor -%}
+    {%- set result = run_query('select sum(truncates) from (' ~ parts | join(' union all ') ~ ')') -%}
+    {{ return((result.columns[0].values()[0] or 0) > 0) }}
+{%- endmacro %}
+
+
+{#-
+  Hudi options of an incremental gold fact: a merge-on-read table keyed by `key` with the
+  bucket index, as the silver state tables (dbt_project.yml), and no ordering field (a
+  fact row is replaced by the run's).
+-#}
+{% macro fact_table_options(key) -%}
+    {{ return({
+        'type': 'mor',
+        'primaryKey': key,
+        'hoodie.index.type': 'BUCKET',
+        'hoodie.bucket.index.hash.field': key,
+        'hoodie.bucket.index.num.buckets': '8',
+        'hoodie.compact.inline': 'true',
+        'hoodie.compact.inline.max.delta.commits': '10',
+        'hoodie.write.table.version': '6',
+        'hoodie.metadata.enable': 'false',
+        'hoodie.embed.timeline.server': 'false',
+        'hoodie.write.markers.type': 'DIRECT',
+        'hoodie.parquet.compression.codec': 'zstd',
+    }) }}
+{%- endmacro %}
+
+
+{#-
+  CTE `candidates` of an incremental fact: the keys whose rows may differ from the stored
+  ones. In a star schema a fact row depends on its own entity's row and on whether each
+  member it points at is live, so the candidates are
+  - the fact's own keys whose state changed since the last run (its incremental query);
+  - the stored rows pointing at a member whose state changed (it may have gone), found by
+    one scan of the stored key columns joined on (parent, member key) with the changed
+    members;
+  - the stored rows pointing at an unknown member (-1): the member may have arrived.
+  On a full recompute (fact_needs_full_recompute) every stored and every live key.
+
+  since     the parents' instants at the last run (fact_since)
+  full      whether every row is recomputed
+  own       the fact entity's state model, e.g. 'sales_cdc_state' (the first parent)
+  key       the fact's key column, e.g. 'sale_id' (an int; state_key is its string)
+  rows_cte  the CTE of the fact entity's live silver rows, e.g. 'sales'
+  members   dict: fact key column -> the dimension state model its members come from
+-#}
+{% macro fact_candidates(since, full, own, key, rows_cte, members) -%}
+{%- if full -%}
+candidates as (
+
+    select {{ key }} from {{ rows_cte }}
+    union
+    select {{ key }} from {{ this }}
+
+)
+{%- else -%}
+{%- set stack_args = [] -%}
+{%- for column, parent in members.items() -%}
+    {%- do stack_args.append("'" ~ parent ~ "', " ~ column) -%}
+{%- endfor -%}
+{%- set parents = members.values() | unique | list -%}
+changed_members as (
+
+    {%- for parent in parents %}
+    select '{{ parent }}' as parent, changes.state_key
+    from ({{ fact_parent_changes(parent, since[parent]) | indent(8) }}) as changes
+    {%- if not loop.last %}
+    union all
+    {%- endif %}
+    {%- endfor %}
+
+),
+
+stored_members as (
+
+    select
+        {{ key }},
+        stack({{ members | length }}, {{ stack_args | join(', ') }}) as (parent, member)
+    from {{ this }}
+
+),
+
+candidates as (
+
+    select cast(own_changes.state_key as int) as {{ key }}
+    from ({{ fact_parent_changes(own, since[own]) | indent(8) }}) as own_changes
+    union
+    select stored_members.{{ key }}
+    from stored_members
+    left join changed_members
+        on
+            stored_members.parent = changed_members.parent
+            and cast(stored_members.member as string) = changed_members.state_key
+    where changed_members.state_key is not null or stored_members.member = {{ var('unknown_member_key') }}
+
+)
+{%- endif -%}
+{%- endmacro %}
+
+
+{#-
+  The final select of a fact: on a full refresh its rows (`rows_cte`); on an incremental
+  run, of the recomputed candidate rows those that differ from the stored rows
+  (is_removed false), and the stored candidates no longer live (is_removed true: the
+  merge deletes them, see spark__get_merge_sql).
+
+  columns   the fact's columns, in the model's order
+  key       the fact's key column
+  rows_cte  the CTE holding the recomputed rows
+-#}
+{% macro fact_final_select(columns, key, rows_cte) -%}
+{%- if not is_incremental() -%}
+select * from {{ rows_cte }}
+{%- else -%}
+, stored as (
+
+    select {{ columns | join(', ') }}
+    from {{ this }} as stored_rows
+    left semi join candidates on stored_rows.{{ key }} = candidates.{{ key }}
+
+),
+
+changed as (
+
+    select * from {{ rows_cte }}
+    except
+    select * from stored
+
+)
+
+select
+    changed.*,
+    false as is_removed
+from changed
+union all
+select
+    stored.*,
+    true as is_removed
+from stored
+left anti join {{ rows_cte }} on stored.{{ key }} = {{ rows_cte }}.{{ key }}
+{%- endif -%}
+{%- endmacro %}
