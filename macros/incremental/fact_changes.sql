@@ -150,42 +150,48 @@
 {%- endmacro %}
 
 
+{#- The session's temporary view holding an incremental fact's candidate keys (fact_stage_candidates). -#}
+{% macro fact_candidates_view() -%}
+    {{ return(this.identifier ~ '__dbt_candidates') }}
+{%- endmacro %}
+
+
 {#-
-  CTE `candidates` of an incremental fact: the keys whose rows may differ from the stored
-  ones. In a star schema a fact row depends on its own entity's row and on whether each
-  member it points at is live, so the candidates are
+  Pre-hook of an incremental fact: the temporary view of its candidate keys, the keys whose
+  rows may differ from the stored ones. In a star schema a fact row depends on its own
+  entity's row and on whether each member it points at is live, so the candidates are
   - the fact's own keys whose state changed since the last run (its incremental query);
   - the stored rows pointing at a member whose state changed (it may have gone), found by
     one scan of the stored key columns joined on (parent, member key) with the changed
     members;
   - the stored rows pointing at an unknown member (-1): the member may have arrived.
   On a full recompute (fact_needs_full_recompute) every stored and every live key.
+  The next hook caches the view: the model reads the candidates twice (its silver rows and
+  its stored rows), and Spark would compute them again for each read.
 
-  since     the parents' instants at the last run (fact_since)
-  full      whether every row is recomputed
-  own       the fact entity's state model, e.g. 'sales_cdc_state' (the first parent)
-  key       the fact's key column, e.g. 'sale_id' (an int; state_key is its string)
-  rows_cte  the CTE of the fact entity's live silver rows, e.g. 'sales'
-  members   dict: fact key column -> the dimension state model its members come from
+  parents  the parent state models, the fact entity's own first
+  key      the fact's key column, e.g. 'sale_id' (an int; state_key is its string)
+  rows     the fact entity's live silver model, e.g. 'sales'
+  members  dict: fact key column -> the dimension state model its members come from
 -#}
-{% macro fact_candidates(since, full, own, key, rows_cte, members) -%}
-{%- if full -%}
-candidates as (
-
-    select {{ key }} from {{ rows_cte }}
-    union
-    select {{ key }} from {{ this }}
-
-)
+{% macro fact_stage_candidates(parents, key, rows, members) -%}
+{%- if execute and is_incremental() -%}
+{%- set since = fact_since(this, parents) -%}
+create or replace temporary view {{ fact_candidates_view() }} as
+{% if fact_needs_full_recompute(since) -%}
+select {{ key }} from {{ ref(rows) }}
+union
+select {{ key }} from {{ this }}
 {%- else -%}
 {%- set stack_args = [] -%}
 {%- for column, parent in members.items() -%}
     {%- do stack_args.append("'" ~ parent ~ "', " ~ column) -%}
 {%- endfor -%}
-{%- set parents = members.values() | unique | list -%}
+with
+
 changed_members as (
 
-    {%- for parent in parents %}
+    {%- for parent in members.values() | unique %}
     select '{{ parent }}' as parent, changes.state_key
     from ({{ fact_parent_changes(parent, since[parent]) | indent(8) }}) as changes
     {%- if not loop.last %}
@@ -202,35 +208,46 @@ stored_members as (
         stack({{ members | length }}, {{ stack_args | join(', ') }}) as (parent, member)
     from {{ this }}
 
-),
-
-candidates as (
-
-    select cast(own_changes.state_key as int) as {{ key }}
-    from ({{ fact_parent_changes(own, since[own]) | indent(8) }}) as own_changes
-    union
-    select stored_members.{{ key }}
-    from stored_members
-    left join changed_members
-        on
-            stored_members.parent = changed_members.parent
-            and cast(stored_members.member as string) = changed_members.state_key
-    where changed_members.state_key is not null or stored_members.member = {{ var('unknown_member_key') }}
-
 )
+
+select cast(own_changes.state_key as int) as {{ key }}
+from ({{ fact_parent_changes(parents[0], since[parents[0]]) | indent(4) }}) as own_changes
+union
+select stored_members.{{ key }}
+from stored_members
+left join changed_members
+    on
+        stored_members.parent = changed_members.parent
+        and cast(stored_members.member as string) = changed_members.state_key
+where changed_members.state_key is not null or stored_members.member = {{ var('unknown_member_key') }}
 {%- endif -%}
+{%- endif -%}
+{%- endmacro %}
+
+
+{#- Pre-hook after fact_stage_candidates: compute and cache the candidate keys once. -#}
+{% macro fact_cache_candidates() -%}
+    {%- if execute and is_incremental() -%}
+        cache table {{ fact_candidates_view() }}
+    {%- endif -%}
+{%- endmacro %}
+
+
+{#- Post-hook of an incremental fact: free the cached candidates (nothing when there are none). -#}
+{% macro fact_drop_candidates() -%}
+    drop view if exists {{ fact_candidates_view() }}
 {%- endmacro %}
 
 
 {#-
   The final select of a fact: on a full refresh its rows (`rows_cte`); on an incremental
-  run, of the recomputed candidate rows those that differ from the stored rows
-  (is_removed false), and the stored candidates no longer live (is_removed true: the
-  merge deletes them, see spark__get_merge_sql).
+  run, the recomputed candidate rows that differ from the stored ones (is_removed false)
+  and the stored candidates no longer live (is_removed true: the merge deletes them, see
+  spark__get_merge_sql), from one full join of the two.
 
   columns   the fact's columns, in the model's order
   key       the fact's key column
-  rows_cte  the CTE holding the recomputed rows
+  rows_cte  the CTE holding the recomputed candidate rows
 -#}
 {% macro fact_final_select(columns, key, rows_cte) -%}
 {%- if not is_incremental() -%}
@@ -244,23 +261,25 @@ select * from {{ rows_cte }}
 
 ),
 
-changed as (
+compared as (
 
-    select * from {{ rows_cte }}
-    except
-    select * from stored
+    select
+        recomputed.{{ key }} is null as is_removed,
+        {%- for column in columns %}
+        if(recomputed.{{ key }} is null, stored.{{ column }}, recomputed.{{ column }}) as {{ column }},
+        {%- endfor %}
+        {#- null-safe: a column that was and is null is unchanged #}
+        struct({% for column in columns %}recomputed.{{ column }}{{ ', ' if not loop.last }}{% endfor %})
+        <=> struct({% for column in columns %}stored.{{ column }}{{ ', ' if not loop.last }}{% endfor %}) as is_unchanged
+    from {{ rows_cte }} as recomputed
+    full join stored on recomputed.{{ key }} = stored.{{ key }}
 
 )
 
 select
-    changed.*,
-    false as is_removed
-from changed
-union all
-select
-    stored.*,
-    true as is_removed
-from stored
-left anti join {{ rows_cte }} on stored.{{ key }} = {{ rows_cte }}.{{ key }}
+    {{ columns | join(',\n    ') }},
+    is_removed
+from compared
+where not is_unchanged
 {%- endif -%}
 {%- endmacro %}

@@ -5,6 +5,7 @@
 
   Incremental as fct_sales (macros/incremental/fact_changes.sql).
 -#}
+{%- set members = {'seller_id': 'users_cdc_state', 'event_id': 'events_cdc_state', 'date_id': 'dates_cdc_state'} -%}
 {%- set parents = [
     'listings_cdc_state', 'users_cdc_state', 'events_cdc_state', 'dates_cdc_state',
 ] -%}
@@ -14,8 +15,12 @@
     unique_key='listing_id',
     merge_delete_when='DBT_INTERNAL_SOURCE.is_removed',
     options=fact_table_options('listing_id'),
-    pre_hook='{{ fact_record_parent_instants(' ~ parents ~ ') }}',
-    post_hook='reset {{ fact_parent_instants_key() }}',
+    pre_hook=[
+        '{{ fact_record_parent_instants(' ~ parents ~ ') }}',
+        '{{ fact_stage_candidates(' ~ parents ~ ', "listing_id", "listings", ' ~ members ~ ') }}',
+        '{{ fact_cache_candidates() }}',
+    ],
+    post_hook=['reset {{ fact_parent_instants_key() }}', '{{ fact_drop_candidates() }}'],
 ) }}
 {%- for parent in parents %}
 -- depends_on: {{ ref(parent) }}
@@ -49,16 +54,11 @@ dates as (
 
 {%- if is_incremental() %}
 
-{%- set since = fact_since(this, parents) %}
+candidates as (
 
-{{ fact_candidates(
-    since,
-    fact_needs_full_recompute(since),
-    'listings_cdc_state',
-    'listing_id',
-    'listings',
-    {'seller_id': 'users_cdc_state', 'event_id': 'events_cdc_state', 'date_id': 'dates_cdc_state'},
-) }},
+    select listing_id from {{ fact_candidates_view() }}
+
+),
 
 in_scope as (
 

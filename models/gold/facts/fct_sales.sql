@@ -9,6 +9,7 @@
   recomputed; the rows that differ from the stored ones are merged, the ones no longer
   live deleted. A truncate of any parent recomputes every row.
 -#}
+{%- set members = {'buyer_id': 'users_cdc_state', 'seller_id': 'users_cdc_state', 'event_id': 'events_cdc_state', 'date_id': 'dates_cdc_state'} -%}
 {%- set parents = ['sales_cdc_state', 'users_cdc_state', 'events_cdc_state', 'dates_cdc_state'] -%}
 {{ config(
     materialized='incremental',
@@ -16,8 +17,12 @@
     unique_key='sale_id',
     merge_delete_when='DBT_INTERNAL_SOURCE.is_removed',
     options=fact_table_options('sale_id'),
-    pre_hook='{{ fact_record_parent_instants(' ~ parents ~ ') }}',
-    post_hook='reset {{ fact_parent_instants_key() }}',
+    pre_hook=[
+        '{{ fact_record_parent_instants(' ~ parents ~ ') }}',
+        '{{ fact_stage_candidates(' ~ parents ~ ', "sale_id", "sales", ' ~ members ~ ') }}',
+        '{{ fact_cache_candidates() }}',
+    ],
+    post_hook=['reset {{ fact_parent_instants_key() }}', '{{ fact_drop_candidates() }}'],
 ) }}
 {%- for parent in parents %}
 -- depends_on: {{ ref(parent) }}
@@ -51,16 +56,11 @@ dates as (
 
 {%- if is_incremental() %}
 
-{%- set since = fact_since(this, parents) %}
+candidates as (
 
-{{ fact_candidates(
-    since,
-    fact_needs_full_recompute(since),
-    'sales_cdc_state',
-    'sale_id',
-    'sales',
-    {'buyer_id': 'users_cdc_state', 'seller_id': 'users_cdc_state', 'event_id': 'events_cdc_state', 'date_id': 'dates_cdc_state'},
-) }},
+    select sale_id from {{ fact_candidates_view() }}
+
+),
 
 in_scope as (
 
