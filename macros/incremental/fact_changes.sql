@@ -79,13 +79,26 @@
         {%- if recorded.rows | length > 0 -%}
             {%- for pair in (recorded.columns['metadata_value'].values()[0] | string).split(',') -%}
                 {%- set name, value = pair.split(':') -%}
-                {%- if name in since and value -%}
+                {%- if name in since and value and fact_parent_is_table(name) -%}
+                    {#- Hudi's incremental query sees only the active timeline: an instant archived
+                        since (a fact not run for many of its parent's commits) means a full recompute -#}
+                    {%- if cdc_checked_instant(relation, value) >= fact_earliest_instant(fact_parent_timeline(name)) -%}
+                        {%- do since.update({name: value}) -%}
+                    {%- endif -%}
+                {%- elif name in since and value -%}
                     {%- do since.update({name: cdc_checked_instant(relation, value)}) -%}
                 {%- endif -%}
             {%- endfor -%}
         {%- endif -%}
     {%- endif -%}
     {{ return(since) }}
+{%- endmacro %}
+
+
+{#- The earliest completed commit on a Hudi table's active timeline ('' when it has none). -#}
+{% macro fact_earliest_instant(table_name) -%}
+    {%- set result = run_query("call show_commits(table => '" ~ table_name ~ "', limit => 100000)") -%}
+    {{ return(result.columns['commit_time'].values() | map('string') | min if result.rows | length > 0 else '') }}
 {%- endmacro %}
 
 
