@@ -163,14 +163,20 @@
 {%- endmacro %}
 
 
-{#- The session's temporary view holding an incremental fact's candidate keys (fact_stage_candidates). -#}
-{% macro fact_candidates_view() -%}
-    {{ return(this.identifier ~ '__dbt_candidates') }}
+{#-
+  The scratch table holding an incremental fact's candidate keys (fact_stage_candidates):
+  a plain parquet table beside the fact, written once per run and dropped after it. Not a
+  cached temporary view: Spark resolves a Hudi relation anew on every read, so a cached
+  plan over one never matches and the candidates were computed once per read (2026-11-29,
+  docs/performance.md).
+-#}
+{% macro fact_candidates_relation() -%}
+    {{ return(this.schema ~ '.' ~ this.identifier ~ '__dbt_candidates') }}
 {%- endmacro %}
 
 
 {#-
-  Pre-hook of an incremental fact: the temporary view of its candidate keys, the keys whose
+  Pre-hook of an incremental fact: the scratch table of its candidate keys, the keys whose
   rows may differ from the stored ones. In a star schema a fact row depends on its own
   entity's row and on whether each member it points at is live, so the candidates are
   - the fact's own keys whose state changed since the last run (its incremental query);
@@ -179,8 +185,7 @@
     members;
   - the stored rows pointing at an unknown member (-1): the member may have arrived.
   On a full recompute (fact_needs_full_recompute) every stored and every live key.
-  The next hook caches the view: the model reads the candidates twice (its silver rows and
-  its stored rows), and Spark would compute them again for each read.
+  The model reads the candidates twice (its silver rows and its stored rows).
 
   parents  the parent state models, the fact entity's own first
   key      the fact's key column, e.g. 'sale_id' (an int; state_key is its string)
@@ -190,7 +195,7 @@
 {% macro fact_stage_candidates(parents, key, rows, members) -%}
 {%- if execute and is_incremental() -%}
 {%- set since = fact_since(this, parents) -%}
-create or replace temporary view {{ fact_candidates_view() }} as
+create table {{ fact_candidates_relation() }} using parquet as
 {% if fact_needs_full_recompute(since) -%}
 select {{ key }} from {{ ref(rows) }}
 union
@@ -238,17 +243,9 @@ where changed_members.state_key is not null or stored_members.member = {{ var('u
 {%- endmacro %}
 
 
-{#- Pre-hook after fact_stage_candidates: compute and cache the candidate keys once. -#}
-{% macro fact_cache_candidates() -%}
-    {%- if execute and is_incremental() -%}
-        cache table {{ fact_candidates_view() }}
-    {%- endif -%}
-{%- endmacro %}
-
-
-{#- Post-hook of an incremental fact: free the cached candidates (nothing when there are none). -#}
+{#- Pre- and post-hook of an incremental fact: drop its candidates' scratch table. -#}
 {% macro fact_drop_candidates() -%}
-    drop view if exists {{ fact_candidates_view() }}
+    drop table if exists {{ fact_candidates_relation() }}
 {%- endmacro %}
 
 

@@ -17,8 +17,8 @@
     options=fact_table_options('listing_id'),
     pre_hook=[
         '{{ fact_record_parent_instants(' ~ parents ~ ') }}',
+        '{{ fact_drop_candidates() }}',
         '{{ fact_stage_candidates(' ~ parents ~ ', "listing_id", "listings", ' ~ members ~ ') }}',
-        '{{ fact_cache_candidates() }}',
     ],
     post_hook=['reset {{ fact_parent_instants_key() }}', '{{ fact_drop_candidates() }}'],
 ) }}
@@ -56,7 +56,7 @@ dates as (
 
 candidates as (
 
-    select listing_id from {{ fact_candidates_view() }}
+    select listing_id from {{ fact_candidates_relation() }}
 
 ),
 

@@ -19,8 +19,8 @@
     options=fact_table_options('sale_id'),
     pre_hook=[
         '{{ fact_record_parent_instants(' ~ parents ~ ') }}',
+        '{{ fact_drop_candidates() }}',
         '{{ fact_stage_candidates(' ~ parents ~ ', "sale_id", "sales", ' ~ members ~ ') }}',
-        '{{ fact_cache_candidates() }}',
     ],
     post_hook=['reset {{ fact_parent_instants_key() }}', '{{ fact_drop_candidates() }}'],
 ) }}
@@ -58,7 +58,7 @@ dates as (
 
 candidates as (
 
-    select sale_id from {{ fact_candidates_view() }}
+    select sale_id from {{ fact_candidates_relation() }}
 
 ),
 
