@@ -71,7 +71,7 @@
         {{ return(since) }}
     {%- endif -%}
     {%- set table_name = relation.schema ~ '.' ~ relation.identifier -%}
-    {%- set instant = cdc_latest_instant(table_name) -%}
+    {%- set instant = cdc_latest_instant(table_name, writes_only=true) -%}
     {%- if instant is not none -%}
         {%- set recorded = run_query(
             "call show_commit_extra_metadata(table => '" ~ table_name ~ "', instant_time => '" ~ instant
