@@ -1,97 +1,76 @@
 {#-
-  What an incremental gold fact reads: its parents' changes since the fact's last run, from
-  the parents' Hudi timelines (docs/architecture.md, "Incremental gold").
+  What an incremental gold fact reads: its entity's changes since the fact's last run, from
+  the Hudi timeline of the entity's silver state table (docs/architecture.md, "Incremental
+  gold").
 
-  A fact names its parent state models (`parents`: the state of its own entity first, then
-  the dimensions whose members it resolves). Before the fact writes, its pre-hook
-  (`fact_record_parent_instants`) sets `_lakehouse_parent_instants` to each parent's newest
-  completed instant (`name:instant,...`); Hudi copies it into the fact commit's metadata.
-  The next run reads, per parent, only what changed after that instant:
-  - a state table (merge-on-read): Hudi's incremental query (`hudi_table_changes`, latest
-    state of the keys written by later commits: it reads only those commits' files);
-  - a state view (a small entity): the rows of its bronze commits after the instant.
-  The parents are upstream of the fact, so their commits are complete when its pre-hook runs;
-  the scheduled jobs never run two builds at once (lakehouse/jobs/lock.py).
+  A fact row is a function of one silver row (its keys as the source gives them, measures
+  and dates; no dimension lookup, see models/gold/_gold__docs.md), so the rows to redo are
+  the keys its state table wrote since the last run. Before the fact writes, its pre-hook
+  (`fact_record_parent_instant`) sets `_lakehouse_parent_instant` to the state table's
+  newest completed instant; Hudi copies it into the fact commit's metadata. The next run
+  reads Hudi's incremental query (`hudi_table_changes`, latest state of the keys written by
+  later commits: it reads only those commits' files), recomputes those keys from silver,
+  merges the live ones and deletes the others. The state is upstream of the fact, so its
+  commits are complete when the fact's pre-hook runs; the scheduled jobs never run two
+  builds at once (lakehouse/jobs/lock.py).
 -#}
 
-{#- The session property (and commit-metadata key) holding the parents' instants a fact commit read up to. -#}
-{% macro fact_parent_instants_key() -%}
-    {{ return('_lakehouse_parent_instants') }}
+{#- The session property (and commit-metadata key) holding the state instant a fact commit read up to. -#}
+{% macro fact_parent_instant_key() -%}
+    {{ return('_lakehouse_parent_instant') }}
 {%- endmacro %}
 
 
-{#- Whether a parent state model is a Hudi table (else a view over its bronze table). -#}
-{% macro fact_parent_is_table(name) -%}
-    {{ return(graph.nodes['model.' ~ project_name ~ '.' ~ name].config.materialized == 'incremental') }}
-{%- endmacro %}
-
-
-{#- The Hudi table whose timeline stands for a parent: the state table itself, or a view's bronze table. -#}
-{% macro fact_parent_timeline(name) -%}
-    {%- if fact_parent_is_table(name) -%}
-        {%- set relation = ref(name) -%}
-        {{ return(relation.schema ~ '.' ~ relation.identifier) }}
+{#- `schema.table` of a fact's parent state table (an incremental Hudi model). -#}
+{% macro fact_parent_table(parent) -%}
+    {%- set node = graph.nodes['model.' ~ project_name ~ '.' ~ parent] -%}
+    {%- if node.config.materialized != 'incremental' -%}
+        {{ exceptions.raise_compiler_error(
+            "fact parent " ~ parent ~ " is a " ~ node.config.materialized
+            ~ ": an incremental fact reads the timeline of a Hudi state table") }}
     {%- endif -%}
-    {{ return(cdc_bronze_table_name(graph.nodes['model.' ~ project_name ~ '.' ~ name])) }}
+    {%- set relation = ref(parent) -%}
+    {{ return(relation.schema ~ '.' ~ relation.identifier) }}
 {%- endmacro %}
 
 
-{#- Each parent's newest completed instant, `name:instant` joined by commas ('' for none). -#}
-{% macro fact_parent_instants(parents) -%}
-    {%- set pairs = [] -%}
-    {%- for name in parents -%}
-        {%- do pairs.append(name ~ ':' ~ (cdc_latest_instant(fact_parent_timeline(name)) or '')) -%}
-    {%- endfor -%}
-    {{ return(pairs | join(',')) }}
-{%- endmacro %}
-
-
-{#- Pre-hook of an incremental fact: record its parents' instants in the fact commit. -#}
-{% macro fact_record_parent_instants(parents) -%}
+{#- Pre-hook of an incremental fact: record its parent's newest instant in the fact commit. -#}
+{% macro fact_record_parent_instant(parent) -%}
     {%- if execute and model.resource_type != 'unit_test' -%}
-        set {{ fact_parent_instants_key() }} = {{ fact_parent_instants(parents) }}
+        {%- set instant = cdc_latest_instant(fact_parent_table(parent)) -%}
+        {%- if instant is not none -%}
+            set {{ fact_parent_instant_key() }} = {{ instant }}
+        {%- endif -%}
     {%- endif -%}
 {%- endmacro %}
 
 
 {#-
-  The instant each parent was at when the fact last ran, from the fact's newest commit: a
-  dict by parent name. A parent the commit did not record (a fact written before the key
-  existed, a unit test) maps to '': all of it counts as changed (a full recompute).
+  The instant the parent was at when the fact last ran, from the fact's newest delta commit
+  (an inline compaction records none). '' means every row is redone: no such commit (a
+  unit test, a fact written before the key existed), or an instant that has left the
+  parent's active timeline (Hudi's incremental query sees only the active timeline).
 
   relation  the fact table (this)
-  parents   the parent state models' names
+  parent    the parent state model's name
 -#}
-{% macro fact_since(relation, parents) -%}
-    {%- set since = {} -%}
-    {%- for name in parents -%}
-        {%- do since.update({name: ''}) -%}
-    {%- endfor -%}
+{% macro fact_since(relation, parent) -%}
     {%- if not execute or model.resource_type == 'unit_test' -%}
-        {{ return(since) }}
+        {{ return('') }}
     {%- endif -%}
     {%- set table_name = relation.schema ~ '.' ~ relation.identifier -%}
     {%- set instant = cdc_latest_instant(table_name, writes_only=true) -%}
-    {%- if instant is not none -%}
-        {%- set recorded = run_query(
-            "call show_commit_extra_metadata(table => '" ~ table_name ~ "', instant_time => '" ~ instant
-            ~ "', metadata_key => '" ~ fact_parent_instants_key() ~ "')") -%}
-        {%- if recorded.rows | length > 0 -%}
-            {%- for pair in (recorded.columns['metadata_value'].values()[0] | string).split(',') -%}
-                {%- set name, value = pair.split(':') -%}
-                {%- if name in since and value and fact_parent_is_table(name) -%}
-                    {#- Hudi's incremental query sees only the active timeline: an instant archived
-                        since (a fact not run for many of its parent's commits) means a full recompute -#}
-                    {%- if cdc_checked_instant(relation, value) >= fact_earliest_instant(fact_parent_timeline(name)) -%}
-                        {%- do since.update({name: value}) -%}
-                    {%- endif -%}
-                {%- elif name in since and value -%}
-                    {%- do since.update({name: cdc_checked_instant(relation, value)}) -%}
-                {%- endif -%}
-            {%- endfor -%}
-        {%- endif -%}
+    {%- if instant is none -%}
+        {{ return('') }}
     {%- endif -%}
-    {{ return(since) }}
+    {%- set recorded = run_query(
+        "call show_commit_extra_metadata(table => '" ~ table_name ~ "', instant_time => '" ~ instant
+        ~ "', metadata_key => '" ~ fact_parent_instant_key() ~ "')") -%}
+    {%- if recorded.rows | length == 0 or not recorded.columns['metadata_value'].values()[0] -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set since = cdc_checked_instant(relation, recorded.columns['metadata_value'].values()[0] | string) -%}
+    {{ return(since if since >= fact_earliest_instant(fact_parent_table(parent)) else '') }}
 {%- endmacro %}
 
 
@@ -102,40 +81,23 @@
 {%- endmacro %}
 
 
-{#-
-  The rows (`state_key`, `is_truncate`) of a parent that changed after `instant`.
-
-  name     the parent state model
-  instant  where the fact's last run left it (fact_since)
--#}
-{% macro fact_parent_changes(name, instant) -%}
-    {%- if fact_parent_is_table(name) -%}
+{#- The rows (`state_key`, `is_truncate`) the parent state table wrote after `instant`. -#}
+{% macro fact_parent_changes(parent, instant) -%}
     select state_key, is_truncate
-    from hudi_table_changes('{{ fact_parent_timeline(name) }}', 'latest_state', '{{ instant }}')
-    {%- else -%}
-    select state_key, is_truncate
-    from {{ ref(name) }}
-    where bronze_commit_time > '{{ instant }}'
-    {%- endif -%}
+    from hudi_table_changes('{{ fact_parent_table(parent) }}', 'latest_state', '{{ instant }}')
 {%- endmacro %}
 
 
 {#-
-  Whether the fact must recompute every row: a parent it has no recorded instant for, or a
-  truncate in a parent's changes (every member of the table went at once).
+  Whether an incremental fact redoes every row: no usable instant (fact_since), or a
+  truncate among the parent's changes (every row of the entity went at once).
 -#}
-{% macro fact_needs_full_recompute(since) -%}
-    {%- if not execute or model.resource_type == 'unit_test' -%}
+{% macro fact_needs_full_recompute(parent, since) -%}
+    {%- if not execute or model.resource_type == 'unit_test' or not since -%}
         {{ return(true) }}
     {%- endif -%}
-    {%- if '' in since.values() -%}
-        {{ return(true) }}
-    {%- endif -%}
-    {%- set parts = [] -%}
-    {%- for name, instant in since.items() -%}
-        {%- do parts.append('select count_if(is_truncate) as truncates from (' ~ fact_parent_changes(name, instant) ~ ')') -%}
-    {%- endfor -%}
-    {%- set result = run_query('select sum(truncates) from (' ~ parts | join(' union all ') ~ ')') -%}
+    {%- set result = run_query(
+        'select count_if(is_truncate) from (' ~ fact_parent_changes(parent, since) ~ ')') -%}
     {{ return((result.columns[0].values()[0] or 0) > 0) }}
 {%- endmacro %}
 
@@ -164,132 +126,50 @@
 
 
 {#-
-  The scratch table holding an incremental fact's candidate keys (fact_stage_candidates):
-  a plain parquet table beside the fact, written once per run and dropped after it. Not a
-  cached temporary view: Spark resolves a Hudi relation anew on every read, so a cached
-  plan over one never matches and the candidates were computed once per read (2026-11-29,
-  docs/performance.md).
+  The keys an incremental fact redoes, as a query with the one column `key`: those its parent
+  state wrote since the last run, or on a full recompute (fact_needs_full_recompute) every
+  stored and every live key. Rendered once per run (the instant is looked up here).
+
+  parent  the parent state model's name
+  key     the fact's key column, e.g. 'sale_id' (an int; state_key is its string)
+  rows    the fact entity's live silver model, e.g. 'sales'
 -#}
-{% macro fact_candidates_relation() -%}
-    {{ return(this.schema ~ '.' ~ this.identifier ~ '__dbt_candidates') }}
-{%- endmacro %}
-
-
-{#-
-  Pre-hook of an incremental fact: the scratch table of its candidate keys, the keys whose
-  rows may differ from the stored ones. In a star schema a fact row depends on its own
-  entity's row and on whether each member it points at is live, so the candidates are
-  - the fact's own keys whose state changed since the last run (its incremental query);
-  - the stored rows pointing at a member whose state changed (it may have gone), found by
-    one scan of the stored key columns joined on (parent, member key) with the changed
-    members;
-  - the stored rows pointing at an unknown member (-1): the member may have arrived.
-  On a full recompute (fact_needs_full_recompute) every stored and every live key.
-  The model reads the candidates twice (its silver rows and its stored rows).
-
-  parents  the parent state models, the fact entity's own first
-  key      the fact's key column, e.g. 'sale_id' (an int; state_key is its string)
-  rows     the fact entity's live silver model, e.g. 'sales'
-  members  dict: fact key column -> the dimension state model its members come from
--#}
-{% macro fact_stage_candidates(parents, key, rows, members) -%}
-{%- if execute and is_incremental() -%}
-{%- set since = fact_since(this, parents) -%}
-create table {{ fact_candidates_relation() }} using parquet as
-{% if fact_needs_full_recompute(since) -%}
-select {{ key }} from {{ ref(rows) }}
-union
-select {{ key }} from {{ this }}
+{% macro fact_changed_keys(parent, key, rows) -%}
+{%- set since = fact_since(this, parent) -%}
+{%- if fact_needs_full_recompute(parent, since) -%}
+    select {{ key }} from {{ ref(rows) }}
+    union
+    select {{ key }} from {{ this }}
 {%- else -%}
-{%- set stack_args = [] -%}
-{%- for column, parent in members.items() -%}
-    {%- do stack_args.append("'" ~ parent ~ "', " ~ column) -%}
-{%- endfor -%}
-with
-
-changed_members as (
-
-    {%- for parent in members.values() | unique %}
-    select '{{ parent }}' as parent, changes.state_key
-    from ({{ fact_parent_changes(parent, since[parent]) | indent(8) }}) as changes
-    {%- if not loop.last %}
-    union all
-    {%- endif %}
-    {%- endfor %}
-
-),
-
-stored_members as (
-
-    select
-        {{ key }},
-        stack({{ members | length }}, {{ stack_args | join(', ') }}) as (parent, member)
-    from {{ this }}
-
-)
-
-select cast(own_changes.state_key as int) as {{ key }}
-from ({{ fact_parent_changes(parents[0], since[parents[0]]) | indent(4) }}) as own_changes
-union
-select stored_members.{{ key }}
-from stored_members
-left join changed_members
-    on
-        stored_members.parent = changed_members.parent
-        and cast(stored_members.member as string) = changed_members.state_key
-where changed_members.state_key is not null or stored_members.member = {{ var('unknown_member_key') }}
+    select distinct cast(state_key as int) as {{ key }}
+    from ({{ fact_parent_changes(parent, since) }}) as changes
+    where not is_truncate
 {%- endif -%}
-{%- endif -%}
-{%- endmacro %}
-
-
-{#- Pre- and post-hook of an incremental fact: drop its candidates' scratch table. -#}
-{% macro fact_drop_candidates() -%}
-    drop table if exists {{ fact_candidates_relation() }}
 {%- endmacro %}
 
 
 {#-
   The final select of a fact: on a full refresh its rows (`rows_cte`); on an incremental
-  run, the recomputed candidate rows that differ from the stored ones (is_removed false)
-  and the stored candidates no longer live (is_removed true: the merge deletes them, see
-  spark__get_merge_sql), from one full join of the two.
+  run one row per changed key (`changed_cte`, from fact_changed_keys): its recomputed row,
+  or, for a key no longer live, the key flagged `is_removed` (the merge deletes it, see
+  spark__get_merge_sql).
 
-  columns   the fact's columns, in the model's order
-  key       the fact's key column
-  rows_cte  the CTE holding the recomputed candidate rows
+  columns      the fact's columns, in the model's order, the key first
+  key          the fact's key column
+  rows_cte     the CTE holding the recomputed rows (restricted to the changed keys)
+  changed_cte  the CTE holding the changed keys
 -#}
-{% macro fact_final_select(columns, key, rows_cte) -%}
+{% macro fact_final_select(columns, key, rows_cte, changed_cte) -%}
 {%- if not is_incremental() -%}
 select * from {{ rows_cte }}
 {%- else -%}
-, stored as (
-
-    select {{ columns | join(', ') }}
-    from {{ this }} as stored_rows
-    left semi join candidates on stored_rows.{{ key }} = candidates.{{ key }}
-
-),
-
-compared as (
-
-    select
-        recomputed.{{ key }} is null as is_removed,
-        {%- for column in columns %}
-        if(recomputed.{{ key }} is null, stored.{{ column }}, recomputed.{{ column }}) as {{ column }},
-        {%- endfor %}
-        {#- null-safe: a column that was and is null is unchanged #}
-        struct({% for column in columns %}recomputed.{{ column }}{{ ', ' if not loop.last }}{% endfor %})
-        <=> struct({% for column in columns %}stored.{{ column }}{{ ', ' if not loop.last }}{% endfor %}) as is_unchanged
-    from {{ rows_cte }} as recomputed
-    full join stored on recomputed.{{ key }} = stored.{{ key }}
-
-)
-
 select
-    {{ columns | join(',\n    ') }},
-    is_removed
-from compared
-where not is_unchanged
+    {{ changed_cte }}.{{ key }},
+    {%- for column in columns if column != key %}
+    {{ rows_cte }}.{{ column }},
+    {%- endfor %}
+    {{ rows_cte }}.{{ key }} is null as is_removed
+from {{ changed_cte }}
+left join {{ rows_cte }} on {{ changed_cte }}.{{ key }} = {{ rows_cte }}.{{ key }}
 {%- endif -%}
 {%- endmacro %}

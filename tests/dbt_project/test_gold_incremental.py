@@ -37,8 +37,9 @@ def _writes(lakehouse: DbtLakehouse, relation: str) -> list[dict]:
 
 def test_incremental_silver_and_gold_equal_a_full_refresh(lakehouse: DbtLakehouse) -> None:
     """Updates, deletes, a delete + re-insert, late events, a truncate and renames (the fixture's change
-    events); then a compaction of the facts; then a sale of a user that does not exist yet, and the user's
-    arrival: each incremental run leaves every relation as a full refresh builds it."""
+    events); then a compaction of the facts; then a sale of a user that does not exist yet, the user's
+    arrival and the sale's delete: each incremental run leaves every relation as a full refresh builds it, and
+    a fact commit writes only the changed sale."""
     lakehouse.dbt.run("seed")
     lakehouse.dbt.run("run")
     lakehouse.commit(lakehouse.fixture.change_events())
@@ -52,15 +53,18 @@ def test_incremental_silver_and_gold_equal_a_full_refresh(lakehouse: DbtLakehous
     fixture._put("sale", "c", sale)
     lakehouse.commit(fixture.log.take())
     lakehouse.dbt.run("run")
-    assert lakehouse.sql("select buyer_id from gold.fct_sales where sale_id = 9001") == [(-1,)]
+    # a sale of a user silver does not hold keeps the source's key: the user is an inferred member
+    assert lakehouse.sql("select buyer_id from gold.fct_sales where sale_id = 9001") == [(9999,)]
+    assert lakehouse.sql("select is_inferred_member from gold.dim_users where user_id = 9999") == [(True,)]
+    assert [w["written"] for w in _writes(lakehouse, "gold.fct_sales")][-1] == 1
     writes = len(_writes(lakehouse, "gold.fct_sales"))
 
     fixture._put("user", "c", _user(9999, fixture.rng))
     lakehouse.commit(fixture.log.take())
     lakehouse.dbt.run("run")
-    # the late-arriving buyer: the one sale pointing at it now resolves to it, and only that row is written
-    assert lakehouse.sql("select buyer_id from gold.fct_sales where sale_id = 9001") == [(9999,)]
-    assert [w["written"] for w in _writes(lakehouse, "gold.fct_sales")[writes:]] == [1]
+    # the late-arriving buyer replaces the inferred member, and no fact row is written
+    assert lakehouse.sql("select is_inferred_member from gold.dim_users where user_id = 9999") == [(False,)]
+    assert [(w["written"], w["deleted"]) for w in _writes(lakehouse, "gold.fct_sales")[writes:]] in ([], [(0, 0)])
 
     fixture.log.delete("sale", fixture.rows["sale"].pop(9001))
     lakehouse.commit(fixture.log.take())
