@@ -10,6 +10,6 @@ from {{ ref('fct_sales') }} as sales
 inner join {{ ref('dim_users') }} as users on sales.buyer_id = users.user_id
 inner join {{ ref('dim_events') }} as events on sales.event_id = events.event_id
 inner join {{ ref('dim_categories') }} as categories on events.category_id = categories.category_id
-where not users.is_unknown_member
+where not users.is_unknown_member and not users.is_inferred_member
 group by categories.category_group
 order by tickets desc
