@@ -6,9 +6,9 @@ dates as (
 
 ),
 
-{#- days the facts point at that silver does not hold (not arrived yet, or deleted at the source) -#}
 inferred_dates as (
 
+    -- days the facts name that silver does not hold (late, or deleted at the source)
     select fact_dates.date_id
     from (
         select date_id from {{ ref('fct_sales') }}

@@ -24,9 +24,9 @@ dates as (
 
 ),
 
-{#- events the facts point at that silver does not hold (not arrived yet, or deleted at the source) -#}
 inferred_events as (
 
+    -- events the facts name that silver does not hold (late, or deleted at the source)
     select fact_events.event_id
     from (
         select event_id from {{ ref('fct_sales') }}

@@ -44,9 +44,9 @@ first_sales as (
 
 ),
 
-{#- users the facts point at that silver does not hold (not arrived yet, or deleted at the source) -#}
 inferred_users as (
 
+    -- users the facts name that silver does not hold (late, or deleted at the source)
     select fact_users.user_id
     from (
         select buyer_id as user_id from sales
@@ -83,8 +83,11 @@ resolved_users as (
 
         ----------  strings
         coalesce(users.username, 'unknown') as username,
-        if(members.is_inferred_member, 'Unknown user', concat_ws(', ', users.last_name, users.first_name))
-            as full_name,
+        if(
+            members.is_inferred_member,
+            'Unknown user',
+            concat_ws(', ', users.last_name, users.first_name)
+        ) as full_name,
         users.first_name,
         users.last_name,
         users.city,
