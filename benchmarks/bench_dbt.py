@@ -18,7 +18,11 @@ simulate (scale S) -> ingest -> dbt, then prints medians of several runs:
   - the `hourly` job (`lakehouse jobs run hourly`: ingest, then the build of silver and gold
     narrowed to the bronze tables with new commits) with nothing new landed, --idle-runs
     times, alternating with its build step as written (the same dbt command unnarrowed: what
-    the job ran before), whole job and dbt step (goal at scale 10: <= 30 s whole, <= 15 s dbt).
+    the job ran before), whole job and dbt step (goal at scale 10: <= 30 s whole, <= 15 s dbt);
+  - correctness and read cost: after the incremental runs and the compaction, every silver and
+    gold relation is copied into parquet (the time of each copy is a whole read: for a view,
+    what a reader pays since a run writes nothing for it) and compared with the first full
+    refresh (`except all`, both ways); a difference stops the bench with exit code 1.
 
 Each dbt command runs the way the project runs it (`lakehouse dbt`, jobs, demo): the `dbt`
 executable of the project's environment.
@@ -197,10 +201,14 @@ def main() -> None:
             console.print(f"incremental, {args.fixed_changes} changes #{run + 1}: {runs.fixed[-1]:.1f} s, "
                           f"rows written {runs.fixed_written[-1]}")
         compaction = compact_all(instance)
+        reads = copy_relations(instance)
+        differences: dict[str, tuple[int, int]] = {}
         for run in range(args.full_runs):
             full_s = instance.dbt("run", "-s", *selection, "--full-refresh")
             runs.add_full(full_s, instance.dbt_elapsed(), instance.node_seconds())
             console.print(f"full refresh #{run + 1}: {full_s:.1f} s (dbt elapsed {runs.full_work[-1]:.1f} s)")
+            if run == 0:
+                differences = full_refresh_differences(instance, list(reads))
 
         idle = idle_hourly_runs(instance, args.idle_runs)
 
@@ -250,6 +258,12 @@ def main() -> None:
         if build_nodes:
             console.print(build_breakdown(build_nodes[-1]))
         console.print(runs.node_table())
+        console.print(read_table(reads))
+        if differences:
+            raise SystemExit(f"incremental result differs from the full refresh (rows only in the incremental "
+                             f"result, only in the full refresh): {differences}")
+        console.print(f"after the incremental runs, all {len(reads)} silver and gold relations equalled "
+                      "their full refresh (except all, both ways)")
     finally:
         thrift.stop(instance.settings)
         if not args.keep:
@@ -335,6 +349,65 @@ class Compaction:
     tables: list[str]
     seconds: float
     written: int
+
+
+CHECKED_SCHEMAS = ("silver", "gold")
+COPY_SCHEMA = "bench_incremental_copy"
+
+
+def relation_columns(instance: Instance, relation: str) -> list[str]:
+    """A relation's columns without Hudi's `_hoodie_*` meta columns, backquoted."""
+    rows = thrift.run_sql("127.0.0.1", instance.settings.thrift_port, f"describe {relation}")
+    names = [row[0] for row in rows if row[0] and not row[0].startswith(("#", "_hoodie_"))]
+    return [f"`{name}`" for name in dict.fromkeys(names)]
+
+
+def copy_relations(instance: Instance) -> dict[str, float]:
+    """Copy every silver and gold relation (tables and views) into parquet tables, the incremental
+    result the full refresh is compared with; seconds per relation, a whole read of it (for a view:
+    what reading it costs, since a run writes nothing for it)."""
+    port = instance.settings.thrift_port
+    thrift.run_sql("127.0.0.1", port, f"drop schema if exists {COPY_SCHEMA} cascade")
+    thrift.run_sql("127.0.0.1", port, f"create schema {COPY_SCHEMA}")
+    seconds = {}
+    for schema in CHECKED_SCHEMAS:
+        views = {row[1] for row in thrift.run_sql("127.0.0.1", port, f"show views in {schema}")}
+        for row in thrift.run_sql("127.0.0.1", port, f"show tables in {schema}"):
+            relation = f"{schema}.{row[1]}"
+            started = time.perf_counter()
+            thrift.run_sql("127.0.0.1", port, f"create table {COPY_SCHEMA}.{schema}__{row[1]} using parquet as "
+                                              f"select {', '.join(relation_columns(instance, relation))} "
+                                              f"from {relation}")
+            seconds[relation + (" (view)" if row[1] in views else "")] = time.perf_counter() - started
+    return seconds
+
+
+def full_refresh_differences(instance: Instance, relations: list[str]) -> dict[str, tuple[int, int]]:
+    """Per relation that differs: rows only in its incremental copy, rows only in the full refresh."""
+    port = instance.settings.thrift_port
+    out = {}
+    for name in relations:
+        relation = name.removesuffix(" (view)")
+        schema, table = relation.split(".")
+        columns = ", ".join(relation_columns(instance, relation))
+        copy = f"{COPY_SCHEMA}.{schema}__{table}"
+        counts = [thrift.run_sql("127.0.0.1", port, f"select count(*) from (select {columns} from {a} "
+                                                    f"except all select {columns} from {b})")[0][0]
+                  for a, b in ((copy, relation), (relation, copy))]
+        if any(counts):
+            out[relation] = (counts[0], counts[1])
+    thrift.run_sql("127.0.0.1", port, f"drop schema if exists {COPY_SCHEMA} cascade")
+    return out
+
+
+def read_table(reads: dict[str, float]) -> Table:
+    """Seconds to read each silver and gold relation whole after the incremental runs."""
+    table = Table(title="reading each relation whole after the incremental runs (a copy into parquet)")
+    table.add_column("relation")
+    table.add_column("seconds", justify="right")
+    for relation, seconds in sorted(reads.items(), key=lambda item: -item[1]):
+        table.add_row(relation, f"{seconds:.1f}")
+    return table
 
 
 def compact_all(instance: Instance) -> Compaction:

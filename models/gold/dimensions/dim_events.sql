@@ -24,6 +24,20 @@ dates as (
 
 ),
 
+inferred_events as (
+
+    -- events the facts name that silver does not hold (late, or deleted at the source)
+    select fact_events.event_id
+    from (
+        select event_id from {{ ref('fct_sales') }}
+        union
+        select event_id from {{ ref('fct_listings') }}
+    ) as fact_events
+    left anti join events on fact_events.event_id = events.event_id
+    where fact_events.event_id != {{ var('unknown_member_key') }}
+
+),
+
 known_events as (
 
     select
@@ -35,6 +49,7 @@ known_events as (
         events.start_time,
         to_date(events.start_time) as start_date,
         false as is_unknown_member,
+        false as is_inferred_member,
         events.last_changed_at
     from events
     left join venues on events.venue_id = venues.venue_id and not venues.is_unknown_member
@@ -42,6 +57,23 @@ known_events as (
         categories
         on events.category_id = categories.category_id and not categories.is_unknown_member
     left join dates on events.date_id = dates.date_id and not dates.is_unknown_member
+
+),
+
+inferred_members as (
+
+    select
+        event_id,
+        {{ var('unknown_member_key') }} as venue_id,
+        {{ var('unknown_member_key') }} as category_id,
+        {{ var('unknown_member_key') }} as date_id,
+        'Unknown event' as event_name,
+        cast(null as timestamp) as start_time,
+        cast(null as date) as start_date,
+        false as is_unknown_member,
+        true as is_inferred_member,
+        cast(null as timestamp) as last_changed_at
+    from inferred_events
 
 ),
 
@@ -56,10 +88,13 @@ unknown_member as (
         cast(null as timestamp) as start_time,
         cast(null as date) as start_date,
         true as is_unknown_member,
+        false as is_inferred_member,
         cast(null as timestamp) as last_changed_at
 
 )
 
 select * from known_events
+union all
+select * from inferred_members
 union all
 select * from unknown_member

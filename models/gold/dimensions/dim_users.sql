@@ -8,7 +8,13 @@ users as (
 
 sales as (
 
-    select * from {{ ref('sales') }}
+    select * from {{ ref('fct_sales') }}
+
+),
+
+listings as (
+
+    select * from {{ ref('fct_listings') }}
 
 ),
 
@@ -38,16 +44,50 @@ first_sales as (
 
 ),
 
-known_users as (
+inferred_users as (
+
+    -- users the facts name that silver does not hold (late, or deleted at the source)
+    select fact_users.user_id
+    from (
+        select buyer_id as user_id from sales
+        union
+        select seller_id as user_id from sales
+        union
+        select seller_id as user_id from listings
+    ) as fact_users
+    left anti join users on fact_users.user_id = users.user_id
+    where fact_users.user_id != {{ var('unknown_member_key') }}
+
+),
+
+members as (
+
+    select
+        user_id,
+        false as is_inferred_member
+    from users
+    union all
+    select
+        user_id,
+        true as is_inferred_member
+    from inferred_users
+
+),
+
+resolved_users as (
 
     select
 
         ----------  ids
-        users.user_id,
+        members.user_id,
 
         ----------  strings
-        users.username,
-        concat_ws(', ', users.last_name, users.first_name) as full_name,
+        coalesce(users.username, 'unknown') as username,
+        if(
+            members.is_inferred_member,
+            'Unknown user',
+            concat_ws(', ', users.last_name, users.first_name)
+        ) as full_name,
         users.first_name,
         users.last_name,
         users.city,
@@ -70,16 +110,18 @@ known_users as (
         first_purchases.user_id is not null as is_buyer,
         first_sales.user_id is not null as is_seller,
         false as is_unknown_member,
+        members.is_inferred_member,
 
         ----------  dates
         first_purchases.first_purchase_date,
         first_sales.first_sale_date,
         users.last_changed_at
 
-    from users
+    from members
+    left join users on members.user_id = users.user_id
     left join states on users.state = states.state_code
-    left join first_purchases on users.user_id = first_purchases.user_id
-    left join first_sales on users.user_id = first_sales.user_id
+    left join first_purchases on members.user_id = first_purchases.user_id
+    left join first_sales on members.user_id = first_sales.user_id
 
 ),
 
@@ -109,12 +151,13 @@ unknown_member as (
         false as is_buyer,
         false as is_seller,
         true as is_unknown_member,
+        false as is_inferred_member,
         cast(null as date) as first_purchase_date,
         cast(null as date) as first_sale_date,
         cast(null as timestamp) as last_changed_at
 
 )
 
-select * from known_users
+select * from resolved_users
 union all
 select * from unknown_member

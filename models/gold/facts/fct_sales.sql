@@ -1,58 +1,43 @@
+{#-
+  One row per live sale: its keys as the source gives them, measures and dates. Dimension
+  attributes stay in the dimensions (a star schema), and a key names its member even when
+  the member has not arrived or has gone (the dimension then holds an inferred member), so
+  a fact row follows its own silver row alone: a run's writes follow the changed sales
+  (models/gold/_gold__docs.md, "gold_incremental").
+
+  Incremental (macros/incremental/fact_changes.sql): the sales whose state changed since
+  the last run are recomputed; the live ones merged, the others deleted. A truncate of
+  sales recomputes every row.
+-#}
+{{ config(
+    materialized='incremental',
+    incremental_strategy='merge',
+    unique_key='sale_id',
+    merge_delete_when='DBT_INTERNAL_SOURCE.is_removed',
+    options=fact_table_options('sale_id'),
+    pre_hook=['{{ fact_record_parent_instant("sales_cdc_state") }}'],
+    post_hook=['reset {{ fact_parent_instant_key() }}'],
+) }}
+-- depends_on: {{ ref('sales_cdc_state') }}
+
 with
+
+{%- if is_incremental() %}
+
+changed as (
+
+    {{ fact_changed_keys('sales_cdc_state', 'sale_id', 'sales') | indent(4) }}
+
+),
+
+{%- endif %}
 
 sales as (
 
     select * from {{ ref('sales') }}
-
-),
-
-events as (
-
-    select * from {{ ref('dim_events') }}
-
-),
-
-venues as (
-
-    select * from {{ ref('dim_venues') }}
-
-),
-
-categories as (
-
-    select * from {{ ref('dim_categories') }}
-
-),
-
-users as (
-
-    select * from {{ ref('dim_users') }}
-
-),
-
-dates as (
-
-    select * from {{ ref('dim_dates') }}
-
-),
-
-sales_with_keys as (
-
-    select
-        sales.*,
-        {{ member_key('events.event_id') }} as resolved_event_id,
-        {{ member_key('buyers.user_id') }} as resolved_buyer_id,
-        {{ member_key('sellers.user_id') }} as resolved_seller_id,
-        {{ member_key('dates.date_id') }} as resolved_date_id,
-        coalesce(events.venue_id, {{ var('unknown_member_key') }}) as resolved_venue_id,
-        coalesce(events.category_id, {{ var('unknown_member_key') }}) as resolved_category_id
-    from sales
-    left join events on sales.event_id = events.event_id and not events.is_unknown_member
-    left join users as buyers on sales.buyer_id = buyers.user_id and not buyers.is_unknown_member
-    left join
-        users as sellers
-        on sales.seller_id = sellers.user_id and not sellers.is_unknown_member
-    left join dates on sales.date_id = dates.date_id and not dates.is_unknown_member
+    {%- if is_incremental() %}
+    where sale_id in (select changed.sale_id from changed)
+    {%- endif %}
 
 ),
 
@@ -61,53 +46,34 @@ final as (
     select
 
         ----------  ids
-        sales_with_keys.sale_id,
-        sales_with_keys.listing_id,
-        sales_with_keys.resolved_buyer_id as buyer_id,
-        sales_with_keys.resolved_seller_id as seller_id,
-        sales_with_keys.resolved_event_id as event_id,
-        sales_with_keys.resolved_venue_id as venue_id,
-        sales_with_keys.resolved_category_id as category_id,
-        sales_with_keys.resolved_date_id as date_id,
-
-        ----------  strings
-        dates.quarter,
-        categories.category_group,
-        categories.category_name,
-        events.event_name,
-        venues.venue_name,
-        venues.venue_city,
-        venues.venue_state,
-        buyers.username as buyer_username,
-        buyers.full_name as buyer_name,
-        buyers.state as buyer_state,
-        sellers.username as seller_username,
-        sellers.full_name as seller_name,
-        sellers.state as seller_state,
+        sale_id,
+        listing_id,
+        {{ member_key('buyer_id') }} as buyer_id,
+        {{ member_key('seller_id') }} as seller_id,
+        {{ member_key('event_id') }} as event_id,
+        {{ member_key('date_id') }} as date_id,
 
         ----------  numerics
-        round(sales_with_keys.price_paid / sales_with_keys.qty_sold, 2) as ticket_price,
-        sales_with_keys.qty_sold,
-        sales_with_keys.price_paid,
-        round(sales_with_keys.commission / sales_with_keys.price_paid * 100, 2) as commission_prcnt,
-        sales_with_keys.commission,
-        sales_with_keys.price_paid - sales_with_keys.commission as earnings,
+        round(price_paid / qty_sold, 2) as ticket_price,
+        qty_sold,
+        price_paid,
+        round(commission / price_paid * 100, 2) as commission_prcnt,
+        commission,
+        price_paid - commission as earnings,
 
         ----------  dates
-        sales_with_keys.sale_time,
-        to_date(sales_with_keys.sale_time) as sale_date,
-        buyers.first_purchase_date as buyer_first_purchase_date,
-        sellers.first_sale_date as seller_first_sale_date,
-        sales_with_keys.last_changed_at
+        sale_time,
+        to_date(sale_time) as sale_date,
+        last_changed_at
 
-    from sales_with_keys
-    inner join events on sales_with_keys.resolved_event_id = events.event_id
-    inner join venues on sales_with_keys.resolved_venue_id = venues.venue_id
-    inner join categories on sales_with_keys.resolved_category_id = categories.category_id
-    inner join users as buyers on sales_with_keys.resolved_buyer_id = buyers.user_id
-    inner join users as sellers on sales_with_keys.resolved_seller_id = sellers.user_id
-    inner join dates on sales_with_keys.resolved_date_id = dates.date_id
+    from sales
 
 )
 
-select * from final
+{{ fact_final_select(
+    ['sale_id', 'listing_id', 'buyer_id', 'seller_id', 'event_id', 'date_id', 'ticket_price', 'qty_sold',
+     'price_paid', 'commission_prcnt', 'commission', 'earnings', 'sale_time', 'sale_date', 'last_changed_at'],
+    'sale_id',
+    'final',
+    'changed',
+) }}

@@ -6,13 +6,16 @@ sales as (
 
 ),
 
+users as (
+
+    select * from {{ ref('dim_users') }}
+
+),
+
 per_seller as (
 
     select
         seller_id,
-        max(seller_username) as seller_username,
-        max(seller_name) as seller_name,
-        max(seller_state) as seller_state,
         count(*) as sales_count,
         sum(qty_sold) as tickets_sold,
         sum(price_paid) as revenue,
@@ -30,7 +33,24 @@ ranked as (
         rank() over (order by earnings desc) as earnings_rank
     from per_seller
 
+),
+
+final as (
+
+    select
+        ranked.seller_id,
+        users.username as seller_username,
+        users.full_name as seller_name,
+        users.state as seller_state,
+        ranked.sales_count,
+        ranked.tickets_sold,
+        ranked.revenue,
+        ranked.earnings,
+        ranked.earnings_rank
+    from ranked
+    inner join users on ranked.seller_id = users.user_id
+    where ranked.earnings_rank <= 100
+
 )
 
-select * from ranked
-where earnings_rank <= 100
+select * from final
