@@ -1,7 +1,9 @@
 """Static checks of the dbt project against the CDC table contracts and the house style.
 
 No warehouse needed: these read the YAML and SQL files directly and compare them with
-ingestion.cdc.contracts (the single source of truth of the bronze columns).
+ingestion.cdc.contracts (the single source of truth of the bronze columns). The house rules
+dbt itself resolves (descriptions, tested keys, who reads sources) are checked once, on the
+manifest, in test_dbt_rules.py.
 """
 
 from __future__ import annotations
@@ -32,15 +34,6 @@ def _sources() -> dict[str, dict]:
             for table in source["tables"]:
                 tables[table["name"]] = {**table, "source": source["name"], "source_spec": source}
     return tables
-
-
-def _models() -> dict[str, dict]:
-    models = {}
-    for path in MODELS.rglob("_*__models.yml"):
-        for model in yaml.safe_load(path.read_text())["models"]:
-            assert model["name"] not in models, f"{path}: model {model['name']} documented twice"
-            models[model["name"]] = {**model, "yaml": path}
-    return models
 
 
 @pytest.mark.parametrize("table", sorted(load_contracts()))
@@ -98,39 +91,6 @@ def test_staging_renames_every_contract_column_as_silver_expects(table: str) -> 
         expected = source_name if source_name == silver_name else f"{source_name} as {silver_name}"
         assert f"{expected}," in sql, f"stg model of {table}: expected `{expected}`"
     assert set(columns) == set(contract.column_names)
-
-
-def test_every_model_and_column_is_described() -> None:
-    models = _models()
-    sql_models = {p.stem for p in MODELS.rglob("*.sql")}
-    assert sql_models == set(models), f"undocumented: {sql_models - set(models)}, stale: {set(models) - sql_models}"
-    for name, model in models.items():
-        assert str(model.get("description", "")).strip(), f"{name}: no description"
-        for column in model.get("columns", []):
-            assert str(column.get("description", "")).strip(), f"{name}.{column['name']}: no description"
-
-
-def _tests_of(column: dict) -> list[str]:
-    names = []
-    for test in column.get("data_tests", []) or []:
-        names.append(test if isinstance(test, str) else next(iter(test)))
-    return names
-
-
-def test_every_silver_and_gold_model_has_a_tested_primary_key() -> None:
-    """unique + not_null on a key column, or a model-level unique_combination_of_columns."""
-    for name, model in _models().items():
-        if name.startswith("stg_") and name != "stg_ingestion__dead_letters":
-            continue  # change events: several rows per key by design
-        tested = [c["name"] for c in model.get("columns", []) if {"unique", "not_null"} <= set(_tests_of(c))]
-        combination = "unique_combination_of_columns" in str(model.get("data_tests", ""))
-        assert tested or combination, f"{name}: no unique + not_null key"
-
-
-def test_only_staging_reads_sources() -> None:
-    for path in MODELS.rglob("*.sql"):
-        if "source(" in path.read_text():
-            assert path.parts[-3] == "staging" or path.parent.parent.name == "staging", f"{path} reads a source"
 
 
 def test_hoodie_columns_stop_at_staging() -> None:
