@@ -77,7 +77,9 @@ def test_ingestion_listens_on_loopback_only_while_writing_hudi(spark, tmp_path: 
 
 
 def test_thrift_server_listens_on_loopback_only_while_dbt_writes_hudi(thrift_server, tmp_path: Path) -> None:
-    """Hudi writes through the Thrift server with the options dbt_project.yml gives gold models.
+    """Hudi writes through the Thrift server with the options dbt_project.yml gives snapshots (the
+    Hudi tables dbt writes with project-wide options; the state tables and facts set the same
+    `hoodie.embed.timeline.server`).
 
     Hudi's embedded timeline server (one per write) binds every interface unless the
     project's model options turn it off.
@@ -88,7 +90,7 @@ def test_thrift_server_listens_on_loopback_only_while_dbt_writes_hudi(thrift_ser
 
     from lakehouse.config import PROJECT_DIR
 
-    options = yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text())["models"]["lakehouse"]["gold"]["+options"]
+    options = yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text())["snapshots"]["lakehouse"]["+options"]
     clause = ", ".join(f"'{key}' = '{value}'" for key, value in options.items())
     tree = process_tree(thrift_server.pid() or 0)
     seen: dict[tuple[str, int], bool] = {}
