@@ -6,8 +6,11 @@ simulate (scale S) -> ingest -> dbt, then prints medians of several runs:
     (goal at scale 1.0 on 2 cores: <= 120 s);
   - the silver and gold models (`--select`, default `tag:silver tag:gold`) run
     incrementally after ~1% changes (simulated + ingested), --runs times in a row as
-    scheduled runs do (table services that run every Nth commit, such as cleaning or a
-    merge-on-read table's compaction, fall inside the measured runs), as a ratio to a full
+    scheduled runs do, narrowed as the `hourly` job narrows its build (the changed bronze
+    tables' lineage; a view only where its definition or a source's columns changed;
+    `--rebuild-views`: every view re-created, as before 2026-11-29) (table services that run
+    every Nth commit, such as cleaning or a merge-on-read table's compaction, fall inside the
+    measured runs), as a ratio to a full
     refresh of the same models (--full-runs, afterwards) (goal at scale 10: <= 0.35, stretch 0.25);
   - the same after a fixed number of changes (--fixed-changes, default 1,000; --fixed-runs times):
     run the bench at scales 1, 4 and 10 for the slope (goal: scale 10 <= 1.3x scale 1);
@@ -56,6 +59,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lakehouse.config import load_settings
+from lakehouse.jobs.changes import BuiltRecord, bronze_sources, narrow
 from lakehouse.services import thrift
 from lakehouse.services.ports import free_port
 from simulator.oracle import load_oracle
@@ -82,6 +86,7 @@ class Instance:
         }
         self.env.pop("DBT_PROFILES_DIR", None)
         self.env.pop("LAKEHOUSE_DBT_TARGET", None)
+        self.built = BuiltRecord(home / "bench-job", 1, self.settings.lake)
 
     def run(self, command: list[str], what: str) -> float:
         """Run a command; seconds it took. Raises with the output's tail when it fails."""
@@ -115,6 +120,26 @@ class Instance:
         """The last command's node results as dbt wrote them (unique_id, execution_time, timing)."""
         return json.loads((self.home / "dbt-target" / "run_results.json").read_text())["results"]
 
+    def record_built(self, selection: list[str]) -> None:
+        """Record the bronze instants and the dbt manifest of the build that just ran, as the
+        ``hourly`` job records its build step's success."""
+        narrowing = narrow(["run", "--select", *selection], self.settings.lake, bronze_sources(PROJECT_DIR), None, None)
+        assert narrowing is not None
+        self.built.save(narrowing.built, self.home / "dbt-target" / "manifest.json")
+
+    def scheduled_run(self, selection: list[str], narrowed: bool) -> float:
+        """``dbt run`` of the selection as the ``hourly`` job narrows its build (the changed bronze
+        tables' lineage, views only where their definition or a source's columns changed:
+        lakehouse/jobs/changes.py); the selection as written when not ``narrowed``."""
+        args = ["run", "--select", *selection]
+        narrowing = narrow(args, self.settings.lake, bronze_sources(PROJECT_DIR), self.built.load(),
+                           self.built.state())
+        if narrowing is None:
+            raise SystemExit("no bronze table has a new commit: the changes did not land")
+        elapsed = self.dbt(*(narrowing.args if narrowed else args))
+        self.built.save(narrowing.built, self.home / "dbt-target" / "manifest.json")
+        return elapsed
+
     def dbt(self, *args: str) -> float:
         return self.run([str(BIN / "dbt"), *args, "--project-dir", str(PROJECT_DIR),
                          "--profiles-dir", str(PROJECT_DIR / "profiles"), "--threads", str(self.threads),
@@ -144,6 +169,8 @@ def main() -> None:
                         help="runs of the full dbt build (default: --runs; 0 measures the silver ratio only)")
     parser.add_argument("--select", default="tag:silver tag:gold",
                         help="the models of the incremental / full-refresh ratio (dbt selection)")
+    parser.add_argument("--rebuild-views", action="store_true",
+                        help="incremental runs of the whole selection, every view re-created (before 2026-11-29)")
     parser.add_argument("--idle-runs", type=int, default=3,
                         help="hourly job runs with nothing new landed, each beside its unnarrowed build (0: none)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary LAKEHOUSE_HOME")
@@ -175,6 +202,7 @@ def main() -> None:
             console.print(f"dbt build --full-refresh #{run + 1}: {builds[-1]:.1f} s "
                           f"(dbt elapsed {build_work[-1]:.1f} s)")
 
+        instance.record_built(selection)
         changes = max(1, int(live_rows * args.change_pct / 100))
         runs = SilverRuns()
         # the incremental runs follow each other, as scheduled runs do: a table service that runs
@@ -183,7 +211,7 @@ def main() -> None:
             instance.lakehouse("simulate", "--changes", str(changes), "--quiet", what="simulate changes")
             instance.lakehouse("ingest", "--once", "--quiet", what="ingest changes")
             before = written_rows(instance.warehouse())
-            incremental_s = instance.dbt("run", "-s", *selection)
+            incremental_s = instance.scheduled_run(selection, not args.rebuild_views)
             incremental_work = instance.dbt_elapsed()
             if run < 0:
                 console.print(f"warm-up: incremental {incremental_s:.1f} s")
@@ -196,7 +224,7 @@ def main() -> None:
             instance.lakehouse("simulate", "--changes", str(args.fixed_changes), "--quiet", what="simulate changes")
             instance.lakehouse("ingest", "--once", "--quiet", what="ingest changes")
             before = written_rows(instance.warehouse())
-            runs.fixed.append(instance.dbt("run", "-s", *selection))
+            runs.add_fixed(instance.scheduled_run(selection, not args.rebuild_views), instance.node_seconds())
             runs.fixed_written.append(written_rows(instance.warehouse()) - before)
             console.print(f"incremental, {args.fixed_changes} changes #{run + 1}: {runs.fixed[-1]:.1f} s, "
                           f"rows written {runs.fixed_written[-1]}")
@@ -449,12 +477,18 @@ class SilverRuns:
     written: list[int] = dataclasses.field(default_factory=list)
     fixed: list[float] = dataclasses.field(default_factory=list)
     fixed_written: list[int] = dataclasses.field(default_factory=list)
+    fixed_nodes: dict[str, list[float]] = dataclasses.field(default_factory=dict)
 
     def add_incremental(self, seconds: float, work: float, nodes: dict[str, float]) -> None:
         self.incremental.append(seconds)
         self.incremental_work.append(work)
         for name, node_seconds in nodes.items():
             self.incremental_nodes.setdefault(name, []).append(node_seconds)
+
+    def add_fixed(self, seconds: float, nodes: dict[str, float]) -> None:
+        self.fixed.append(seconds)
+        for name, node_seconds in nodes.items():
+            self.fixed_nodes.setdefault(name, []).append(node_seconds)
 
     def add_full(self, seconds: float, work: float, nodes: dict[str, float]) -> None:
         self.full.append(seconds)
@@ -466,12 +500,13 @@ class SilverRuns:
         """Where the time goes: each model's median seconds, incremental and full refresh (dbt runs
         models in parallel threads, so the sums exceed the elapsed times)."""
         table = Table(title="seconds per model (medians; models run in parallel threads)")
-        for column in ("model", "incremental", "full refresh", "ratio"):
+        for column in ("model", "incremental", "fixed changes", "full refresh", "ratio"):
             table.add_column(column, justify="left" if column == "model" else "right")
         names = sorted(self.full_nodes, key=lambda name: -median(self.full_nodes[name]))
         for name in names:
             inc, full = median(self.incremental_nodes.get(name, [])), median(self.full_nodes[name])
-            table.add_row(name, f"{inc:.1f}", f"{full:.1f}", f"{inc / full:.2f}" if full else "")
+            fixed = median(self.fixed_nodes.get(name, []))
+            table.add_row(name, f"{inc:.1f}", f"{fixed:.1f}", f"{full:.1f}", f"{inc / full:.2f}" if full else "")
         return table
 
 

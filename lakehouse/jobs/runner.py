@@ -40,7 +40,7 @@ from pathlib import Path
 from lakehouse.config import PROJECT_DIR, load_settings
 from lakehouse.jobs import commands
 from lakehouse.jobs.alerts import Alerter, failure_payload, stale_payload
-from lakehouse.jobs.changes import BuiltInstants, bronze_instants, bronze_sources, changed_tables, narrowed_args
+from lakehouse.jobs.changes import Built, BuiltRecord, bronze_sources, narrow
 from lakehouse.jobs.history import (
     AttemptRecord,
     RunRecord,
@@ -295,7 +295,7 @@ class JobRunner:
             store.save()
             if outcome == "success":
                 if built is not None:
-                    built[0].save(built[1])
+                    built[0].save(built[1], target / "manifest.json")
                 continue
             if outcome == "failed" and step.continue_on_failure:
                 step_record.status = "failed (continued)"
@@ -317,22 +317,19 @@ class JobRunner:
 
     def _changed_sources(
         self, job: JobSpec, step: StepSpec, index: int,
-    ) -> tuple[StepSpec, tuple[BuiltInstants, dict[str, str | None]]] | None:
+    ) -> tuple[StepSpec, tuple[BuiltRecord, Built]] | None:
         """The step narrowed to the bronze tables with new commits and what to record on its success;
         None when no table changed since its last success."""
         lake = load_settings().lake
-        sources = bronze_sources(PROJECT_DIR)
-        now = bronze_instants(lake, sorted(sources))
-        record = BuiltInstants(job_dir(self.home, job.name), index + 1, lake)
-        before = record.load()
-        if before is None:
-            return step, (record, now)  # no record yet: build as written
-        changed = changed_tables(before, now)
-        if not changed:
+        record = BuiltRecord(job_dir(self.home, job.name), index + 1, lake)
+        narrowing = narrow(list(step.args), lake, bronze_sources(PROJECT_DIR), record.load(), record.state())
+        if narrowing is None:
             return None
-        args = narrowed_args(list(step.args), [sources[table] for table in changed])
-        self.progress(f"step {index + 1}/{len(job.steps)} '{step.name}': new commits in {', '.join(changed)}")
-        return dataclasses.replace(step, args=tuple(args)), (record, now)
+        if narrowing.args != list(step.args):
+            reshaped = f"; columns changed in {', '.join(narrowing.reshaped)}" if narrowing.reshaped else ""
+            self.progress(f"step {index + 1}/{len(job.steps)} '{step.name}': new commits in "
+                          f"{', '.join(narrowing.changed)}{reshaped}")
+        return dataclasses.replace(step, args=tuple(narrowing.args)), (record, narrowing.built)
 
     def _run_step(
         self, job: JobSpec, step: StepSpec, step_record: StepRecord, store: RunStore,

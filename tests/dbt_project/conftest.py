@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 
 from ingestion.cdc.contracts import load_contracts
+from lakehouse.config import PROJECT_DIR
+from lakehouse.jobs.changes import BuiltRecord, bronze_sources, narrow
 from lakehouse.services import thrift
 from tests.dbt_project.bronze_loader import BronzeLoader
 from tests.dbt_project.cdc_fixture import TickitFixture
@@ -29,6 +32,23 @@ class DbtLakehouse:
     def commit(self, events: dict[str, list[dict]]) -> dict[str, str]:
         """One bronze Hudi commit per table with events; their instants."""
         return self.loader.commit(events)
+
+    def scheduled_run(self, *terms: str) -> list[str]:
+        """``dbt run --select TERMS`` narrowed as the ``hourly`` job narrows its build
+        (``lakehouse/jobs/changes.py``: the changed tables' lineage, unchanged views left out); the
+        views it (re-)created. Runs as written the first time, like the job."""
+        record = BuiltRecord(self.dbt.work_dir / "job", 1, str(self.loader.lake))
+        narrowing = narrow(["run", "--select", *terms], str(self.loader.lake), bronze_sources(PROJECT_DIR),
+                           record.load(), record.state())
+        if narrowing is None:
+            return []
+        self.dbt.run(*narrowing.args)
+        target = self.dbt.work_dir / "target"
+        record.save(narrowing.built, target / "manifest.json")
+        manifest = json.loads((target / "manifest.json").read_text())["nodes"]
+        results = json.loads((target / "run_results.json").read_text())["results"]
+        return sorted(manifest[r["unique_id"]]["name"] for r in results
+                      if manifest[r["unique_id"]]["config"].get("materialized") == "view")
 
     def sql(self, statement: str) -> list[tuple]:
         return thrift.run_sql(self.server.host, self.server.port, statement)
