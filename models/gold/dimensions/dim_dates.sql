@@ -8,15 +8,9 @@ dates as (
 
 inferred_dates as (
 
-    -- days the facts name that silver does not hold (late, or deleted at the source)
-    select fact_dates.date_id
-    from (
-        select date_id from {{ ref('fct_sales') }}
-        union
-        select date_id from {{ ref('fct_listings') }}
-    ) as fact_dates
-    left anti join dates on fact_dates.date_id = dates.date_id
-    where fact_dates.date_id != {{ var('unknown_member_key') }}
+    {{ inferred_member_keys(
+        'date_id', 'dates', [[ref('fct_sales'), 'date_id'], [ref('fct_listings'), 'date_id']]
+    ) }}
 
 ),
 

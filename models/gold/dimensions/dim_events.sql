@@ -26,15 +26,9 @@ dates as (
 
 inferred_events as (
 
-    -- events the facts name that silver does not hold (late, or deleted at the source)
-    select fact_events.event_id
-    from (
-        select event_id from {{ ref('fct_sales') }}
-        union
-        select event_id from {{ ref('fct_listings') }}
-    ) as fact_events
-    left anti join events on fact_events.event_id = events.event_id
-    where fact_events.event_id != {{ var('unknown_member_key') }}
+    {{ inferred_member_keys(
+        'event_id', 'events', [[ref('fct_sales'), 'event_id'], [ref('fct_listings'), 'event_id']]
+    ) }}
 
 ),
 

@@ -46,17 +46,9 @@ first_sales as (
 
 inferred_users as (
 
-    -- users the facts name that silver does not hold (late, or deleted at the source)
-    select fact_users.user_id
-    from (
-        select buyer_id as user_id from sales
-        union
-        select seller_id as user_id from sales
-        union
-        select seller_id as user_id from listings
-    ) as fact_users
-    left anti join users on fact_users.user_id = users.user_id
-    where fact_users.user_id != {{ var('unknown_member_key') }}
+    {{ inferred_member_keys(
+        'user_id', 'users', [['sales', 'buyer_id'], ['sales', 'seller_id'], ['listings', 'seller_id']]
+    ) }}
 
 ),
 
