@@ -8,10 +8,10 @@ simulate (scale S) -> ingest -> dbt, then prints medians of several runs:
     incrementally after ~1% changes (simulated + ingested), --runs times in a row as
     scheduled runs do, narrowed as the `hourly` job narrows its build (the changed bronze
     tables' lineage; a view only where its definition or a source's columns changed;
-    `--rebuild-views`: every view re-created, as before 2026-11-29) (table services that run
+    `--rebuild-views`: every view re-created, as before 2026-11-29; table services that run
     every Nth commit, such as cleaning or a merge-on-read table's compaction, fall inside the
-    measured runs), as a ratio to a full
-    refresh of the same models (--full-runs, afterwards) (goal at scale 10: <= 0.35, stretch 0.25);
+    measured runs), as a ratio to a full refresh of the same models (--full-runs, afterwards)
+    (goal at scale 10: <= 0.35, stretch 0.25);
   - the same after a fixed number of changes (--fixed-changes, default 1,000; --fixed-runs times):
     run the bench at scales 1, 4 and 10 for the slope (goal: scale 10 <= 1.3x scale 1);
   - rows written per incremental run by every silver and gold Hudi table, from Hudi's commit
@@ -60,7 +60,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lakehouse.config import load_settings
-from lakehouse.jobs.changes import BuiltRecord, bronze_sources, narrow
+from lakehouse.jobs.changes import BuiltRecord, bronze_built, bronze_sources, narrow
 from lakehouse.services import thrift
 from lakehouse.services.ports import free_port
 from simulator.oracle import load_oracle
@@ -121,12 +121,11 @@ class Instance:
         """The last command's node results as dbt wrote them (unique_id, execution_time, timing)."""
         return json.loads((self.home / "dbt-target" / "run_results.json").read_text())["results"]
 
-    def record_built(self, selection: list[str]) -> None:
+    def record_built(self) -> None:
         """Record the bronze instants and the dbt manifest of the build that just ran, as the
         ``hourly`` job records its build step's success."""
-        narrowing = narrow(["run", "--select", *selection], self.settings.lake, bronze_sources(PROJECT_DIR), None, None)
-        assert narrowing is not None
-        self.built.save(narrowing.built, self.home / "dbt-target" / "manifest.json")
+        built = bronze_built(self.settings.lake, sorted(bronze_sources(PROJECT_DIR)))
+        self.built.save(built, self.home / "dbt-target" / "manifest.json")
 
     def scheduled_run(self, selection: list[str], narrowed: bool) -> float:
         """``dbt run`` of the selection as the ``hourly`` job narrows its build (the changed bronze
@@ -203,7 +202,7 @@ def main() -> None:
             console.print(f"dbt build --full-refresh #{run + 1}: {builds[-1]:.1f} s "
                           f"(dbt elapsed {build_work[-1]:.1f} s)")
 
-        instance.record_built(selection)
+        instance.record_built()
         changes = max(1, int(live_rows * args.change_pct / 100))
         runs = SilverRuns()
         # the incremental runs follow each other, as scheduled runs do: a table service that runs

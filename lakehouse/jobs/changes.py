@@ -210,15 +210,20 @@ class Narrowing:
     built: Built
 
 
+def bronze_built(lake: str, tables: list[str]) -> Built:
+    """Each bronze table's newest instant and schema now: what a step that builds them all records."""
+    return Built(bronze_instants(lake, tables),
+                 {table: schema_fingerprint(files.join(lake, "bronze", table)) for table in tables})
+
+
 def narrow(args: list[str], lake: str, sources: dict[str, str], before: Built | None,
            state: Path | None) -> Narrowing | None:
     """The step's arguments narrowed to the bronze tables changed since ``before`` (None: nothing
     changed; ``args`` as written when there is no record yet)."""
     tables = sorted(sources)
-    instants = bronze_instants(lake, tables)
     if before is None:
-        schemas = {table: schema_fingerprint(files.join(lake, "bronze", table)) for table in tables}
-        return Narrowing(list(args), tables, [], Built(instants, schemas))
+        return Narrowing(list(args), tables, [], bronze_built(lake, tables))
+    instants = bronze_instants(lake, tables)
     changed = changed_tables(before.instants, instants)
     if not changed:
         return None
