@@ -34,6 +34,7 @@ from typing import Any
 from ingestion.cdc.contracts import TableContract, load_contracts
 from ingestion.cdc.landing import AVRO, FILE_FORMATS, JSON, LandingPathError, parse_landing_path
 from ingestion.cdc.position import render_position
+from ingestion.cdc.rules import TX_ID_FIELD
 from ingestion.object_store import Storage, open_storage
 from simulator import tickit
 from simulator.avro import AvroItem, AvroRowEncoder, sync_marker, truncated_container
@@ -57,9 +58,6 @@ from simulator.sink import SinkWriter
 
 log = logging.getLogger(__name__)
 _DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
-#: The connector's own transaction id field (the parser's ``_cdc_tx_id`` rule).
-TX_ID_FIELD = {"postgres": "txId", "mysql": "gtid", "sqlserver": "commit_lsn"}
-
 FORMATS = ("envelope", "flattened", "mixed")
 #: Full TICKIT sizes of the synthetic tables (scale 1.0).
 FULL_SIZES = {"user": 49_990, "listing": 192_497, "sale": 172_456}

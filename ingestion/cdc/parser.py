@@ -73,6 +73,7 @@ from ingestion.cdc.position import (
     render_degraded_position,
     render_position,
 )
+from ingestion.cdc.rules import DELETED_OPS, SUPPORTED_OPS, TX_ID_FIELD, UNSUPPORTED_OPS
 from ingestion.cdc.schema_policy import EVOLVE, STRICT, TEXT, widens
 from ingestion.cdc.values import (
     FieldSchema,
@@ -82,10 +83,6 @@ from ingestion.cdc.values import (
     decode_value,
     epoch_to_datetime,
 )
-
-#: Op codes that become bronze rows; ``m`` is known but unsupported.
-SUPPORTED_OPS = ("c", "u", "d", "r", "t")
-UNSUPPORTED_OPS = ("m",)
 
 #: Dead-letter reason codes (docs/architecture.md, "Bronze contract").
 MALFORMED_JSON = "malformed_json"
@@ -156,9 +153,6 @@ def nesting_exceeds(line: bytes | str, limit: int = MAX_JSON_DEPTH) -> bool:
 
 ENVELOPE = "envelope"
 FLATTENED = "flattened"
-
-#: Native transaction-id field of each connector (envelope ``source`` name).
-_TX_ID_FIELD = {"postgres": "txId", "mysql": "gtid", "sqlserver": "commit_lsn"}
 
 
 @dataclass(frozen=True)
@@ -487,7 +481,7 @@ def _parse_envelope(
     if ts_ms is None:
         raise _Reject(INCOMPATIBLE_SCHEMA, "envelope has neither source.ts_ms nor ts_ms")
     positions = {name: source.get(name) for name in POSITION_SOURCE_FIELDS[contract.connector]}
-    tx_id = source.get(_TX_ID_FIELD[contract.connector])
+    tx_id = source.get(TX_ID_FIELD[contract.connector])
     if tx_id is None and isinstance(event.get("transaction"), dict):
         tx_id = event["transaction"].get("id")
     meta = _Meta(
@@ -534,7 +528,7 @@ def _parse_flattened(
         op=op,
         source_ts_ms=ts_ms,
         positions={name: event.get("__" + name) for name in POSITION_SOURCE_FIELDS[connector]},
-        tx_id=event.get("__" + _TX_ID_FIELD[connector]),
+        tx_id=event.get("__" + TX_ID_FIELD[connector]),
         db=event.get("__db"),
         table=event.get("__table"),
     )
@@ -596,7 +590,7 @@ def _build(
     row.update(
         {
             "_cdc_op": meta.op,
-            "_cdc_is_deleted": meta.op in ("d", "t"),
+            "_cdc_is_deleted": meta.op in DELETED_OPS,
             "_cdc_source_ts": source_ts,
             "_cdc_position": position,
             "_cdc_tx_id": None if meta.tx_id is None else str(meta.tx_id),

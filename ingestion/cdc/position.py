@@ -85,7 +85,10 @@ POSITION_SOURCE_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 _MAX_NUMBER = 10**PART_WIDTH - 1
-_SQLSERVER_LSN = re.compile(r"^([0-9a-fA-F]{8}):([0-9a-fA-F]{8}):([0-9a-fA-F]{4})\Z")
+#: A SQL Server LSN as Debezium writes it (``0000002a:00000b18:0003``), unanchored: each regex engine
+#: anchors it its own way.
+SQLSERVER_LSN_PATTERN = "([0-9a-fA-F]{8}):([0-9a-fA-F]{8}):([0-9a-fA-F]{4})"
+_SQLSERVER_LSN = re.compile(f"^{SQLSERVER_LSN_PATTERN}\\Z")
 _BINLOG_INDEX = re.compile(r"\.(\d+)$")
 _DIGITS = re.compile(r"[0-9]+\Z")
 

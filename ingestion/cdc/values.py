@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-EPOCH = dt.datetime(1970, 1, 1)
-EPOCH_DATE = dt.date(1970, 1, 1)
+from ingestion.cdc.rules import EPOCH, EPOCH_DATE, INT_RANGES
 
 #: Unit of an integer timestamp that arrives without a schema, per connector.
 DEFAULT_TIMESTAMP_UNIT = {"mysql": "ms", "postgres": "us", "sqlserver": "ms"}
@@ -52,7 +51,6 @@ CONNECT_DECIMAL = "org.apache.kafka.connect.data.Decimal"
 VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
 
 _DECIMAL_TYPE = re.compile(r"^decimal\((\d+),(\d+)\)\Z")
-_INT_RANGES = {"int": (-(2**31), 2**31 - 1), "bigint": (-(2**63), 2**63 - 1)}
 _UNIT_DIVISOR = {"ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _TICKIT_TIME = re.compile(r"^(\d{1,2})/(\d{1,2})/(\d{4}) (\d{1,2}):(\d{2}):(\d{2})\Z")
 _DECIMAL_TEXT = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\Z")
@@ -140,7 +138,7 @@ def decode_value(value: Any, column_type: str, connector: str, schema: FieldSche
     """Decode one JSON value into the Python value of ``column_type`` (None stays None)."""
     if value is None:
         return None
-    if column_type in _INT_RANGES:
+    if column_type in INT_RANGES:
         return _to_int(value, column_type)
     if column_type == "string":
         if not isinstance(value, str):
@@ -170,7 +168,7 @@ def _describe(value: Any) -> str:
 def _to_int(value: Any, column_type: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueMismatch(f"expected an integer, got {_describe(value)}")
-    low, high = _INT_RANGES[column_type]
+    low, high = INT_RANGES[column_type]
     if not low <= value <= high:
         raise ValueMismatch(f"integer {value} is out of range for {column_type}")
     return value

@@ -7,7 +7,7 @@ tinyint(1), ``io.debezium.time.Date`` days, epoch timestamps in the connector's 
 unit, decimals as doubles or Connect ``Decimal`` bytes of the contract's scale) and the
 file holds Debezium envelopes, its records, decoded by fastavro, become one Arrow table of the shape the JSON
 fast path reads from envelope lines, and go through the same vectorized validation and
-bronze columns (``FastFileParser._convert``). Records that fail a check, and every file
+bronze columns (``FastFileParser.convert``). Records that fail a check, and every file
 whose schema is not plain (flattened events, drift columns, other encodings, a damaged
 file), go through the project's event parser (``parse_record``), so the rows are exactly
 those of the Python path (``tests/stream/test_fast_parse.py`` compares both).
@@ -158,11 +158,11 @@ def parse_avro_fast(parser: FastFileParser, content: bytes, landing_file: str, t
         if any(row is None for row in rows):
             return None
     try:
-        table = pa.Table.from_pylist(rows, schema=parser._read_schema("envelope", plan.sniffed))
+        table = pa.Table.from_pylist(rows, schema=parser.read_schema("envelope", plan.sniffed))
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return None
     if indexes:
-        parser._convert("envelope", table, indexes, delivery_for(topic, partition, start_offset, landing_file),
+        parser.convert("envelope", table, indexes, delivery_for(topic, partition, start_offset, landing_file),
                         outcome.fast)
     for index in outcome.fast.fallback:
         outcome.python.append(parse_record(

@@ -60,7 +60,16 @@ from ingestion.cdc.position import (
     POSITION_SOURCE_FIELDS,
     SEPARATOR,
     SEQUENCE_FIELD,
+    SQLSERVER_LSN_PATTERN,
     ZERO_PART,
+)
+from ingestion.cdc.rules import (
+    DATE_EPOCH_DAYS,
+    DELETED_OPS,
+    INT_RANGES,
+    SUPPORTED_OPS,
+    TIMESTAMP_EPOCH_MICROS,
+    TX_ID_FIELD,
 )
 from ingestion.cdc.values import DEFAULT_TIMESTAMP_UNIT, decimal_precision_scale
 from ingestion.stream.bronze import arrow_schema
@@ -71,15 +80,10 @@ PARSER_MODES = ("fast", "python")
 #: Column of the fast tables holding the line index in the landing file (dropped before writing).
 SEQ = "__seq"
 
-#: Native transaction-id field of each connector (as in ``ingestion.cdc.parser``).
-TX_ID_FIELD = {"postgres": "txId", "mysql": "gtid", "sqlserver": "commit_lsn"}
-
-_SUPPORTED_OPS = pa.array(["c", "u", "d", "r", "t"])
-_INT32 = (-(2**31), 2**31 - 1)
-#: Epoch days of date.min and date.max (Python dates end there).
-_DAYS = (-719_162, 2_932_896)
-#: Epoch microseconds of datetime.min and datetime.max.
-_MICROS = (-62_135_596_800_000_000, 253_402_300_799_999_999)
+_SUPPORTED_OPS = pa.array(SUPPORTED_OPS)
+_INT32 = INT_RANGES["int"]
+_DAYS = DATE_EPOCH_DAYS
+_MICROS = TIMESTAMP_EPOCH_MICROS
 _UNIT_FACTOR = {"ms": 1000, "us": 1}
 #: A line shorter than this cannot hold more ``{``/``[`` than the parser's nesting bound.
 _SHALLOW_LINE = MAX_JSON_DEPTH + 1
@@ -91,7 +95,7 @@ _BLOCK_SIZE = 1 << 20
 _ENVELOPE_KEYS = ("op", "before", "after", "source", "payload", "schema")
 #: Top-level keys that betray a line of the other shape (or a schema wrapper) in a file read as one shape.
 _OTHER_SHAPE_KEYS = {"envelope": frozenset({"__op", "schema", "payload"}), "flattened": frozenset(_ENVELOPE_KEYS)}
-_SQLSERVER_LSN = r"^([0-9a-fA-F]{8}):([0-9a-fA-F]{8}):([0-9a-fA-F]{4})$"
+_SQLSERVER_LSN = f"^{SQLSERVER_LSN_PATTERN}$"
 _BINLOG_INDEX = r"\.(?P<index>[0-9]{1,18})$"
 #: A PostgreSQL ``sequence`` exactly as Debezium (Jackson) writes it, elements short enough for int64;
 #: any other spelling (spaces, escapes, longer numbers) or a malformed one is left to Python.
@@ -148,7 +152,7 @@ class FastFileParser:
         clean = self._read_clean(lines, content)
         if clean is not None:
             shape, table, indexes, outcome.tombstones = clean
-            self._convert(shape, table, indexes, delivery, outcome)
+            self.convert(shape, table, indexes, delivery, outcome)
             return outcome
         envelope, flattened = self._screen(lines, content, outcome)
         if not self.flattened_enabled:
@@ -190,7 +194,7 @@ class FastFileParser:
             return None
         objects = [lines[i] for i in indexes[:_SNIFF_LINES]]
         data = b"\n".join([lines[i] for i in indexes]) if tombstones else content
-        table = _read(data, self._read_schema(shape, _sniff(objects, shape)), len(indexes))
+        table = _read(data, self.read_schema(shape, _sniff(objects, shape)), len(indexes))
         if table is None or set(table.column_names) & _OTHER_SHAPE_KEYS[shape] or _has_non_finite(table):
             return None
         return shape, table, indexes, tombstones
@@ -229,7 +233,7 @@ class FastFileParser:
     # -- reading ----------------------------------------------------------------------
     def _read_group(self, shape: str, lines: list[bytes], group: list[int], whole: bytes | None,
                     delivery: _Delivery, outcome: FileOutcome) -> None:
-        schema = self._read_schema(shape, _sniff([lines[i] for i in group[:_SNIFF_LINES]], shape))
+        schema = self.read_schema(shape, _sniff([lines[i] for i in group[:_SNIFF_LINES]], shape))
         budget = 2 * len(group)
         pending: list[tuple[list[int], bytes | None]] = [(group, whole)]
         while pending:
@@ -237,7 +241,7 @@ class FastFileParser:
             table = _read(data if data is not None else b"\n".join([lines[i] for i in indexes]), schema,
                           len(indexes))
             if table is not None:
-                self._convert(shape, table, indexes, delivery, outcome)
+                self.convert(shape, table, indexes, delivery, outcome)
             elif len(indexes) == 1 or budget <= 0:
                 outcome.fallback.extend(indexes)
             else:
@@ -246,7 +250,9 @@ class FastFileParser:
                 pending.append((indexes[middle:], None))
                 pending.append((indexes[:middle], None))
 
-    def _read_schema(self, shape: str, sniffed: dict[str, str]) -> pa.Schema:
+    def read_schema(self, shape: str, sniffed: dict[str, str]) -> pa.Schema:
+        """The Arrow schema a group of ``shape`` lines (or Avro records) is read with: the fields the
+        contract needs, each of a fixed JSON kind (``sniffed``: the kind seen for boolean columns)."""
         row = [pa.field(c.name, _read_type(c.type, sniffed.get(c.name))) for c in self.contract.columns]
         positions = [pa.field(name, _position_type(self.connector, name))
                      for name in dict.fromkeys((*POSITION_SOURCE_FIELDS[self.connector],
@@ -265,8 +271,10 @@ class FastFileParser:
         return pa.schema(row + meta)
 
     # -- validation and bronze columns ---------------------------------------------------
-    def _convert(self, shape: str, table: pa.Table, indexes: list[int], delivery: _Delivery,
-                 outcome: FileOutcome) -> None:
+    def convert(self, shape: str, table: pa.Table, indexes: list[int], delivery: _Delivery,
+                outcome: FileOutcome) -> None:
+        """Bronze rows of a table read with ``read_schema`` (``indexes``: each row's record index in the
+        file) into ``outcome``: the rows that pass every rule, the others to its fallback."""
         parts = self._envelope_parts(table) if shape == "envelope" else self._flattened_parts(table)
         if parts is None:  # drift or a shape conflict somewhere in the group: Python decides
             outcome.fallback.extend(indexes)
@@ -389,7 +397,7 @@ class FastFileParser:
         source_ts = pc.cast(pc.multiply(ts_ms, 1000), pa.timestamp("us"))
         meta = {
             "_cdc_op": op,
-            "_cdc_is_deleted": pc.is_in(op, pa.array(["d", "t"])),
+            "_cdc_is_deleted": pc.is_in(op, pa.array(DELETED_OPS)),
             "_cdc_source_ts": source_ts,
             "_cdc_position": position,
             "_cdc_tx_id": tx_id,

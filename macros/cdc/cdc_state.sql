@@ -153,9 +153,7 @@ left join {{ this }} as stored on latest.state_key = stored.state_key
 
 
 {#-
-  Body of a published silver relation: the live rows of a state table. Drops
-  tombstones, the truncate row itself, and every key whose latest position is older
-  than the latest truncate.
+  Body of a published silver relation: the live rows of a state table (cdc_is_live).
 
   state     the state relation (ref)
   columns   list of entity columns to publish
@@ -166,9 +164,7 @@ with
 
 last_truncate as (
 
-    select max(truncates.cdc_position) as truncated_before
-    from {{ state }} as truncates
-    where truncates.state_key = '<truncate>'
+    {{ cdc_last_truncate(state) | indent(4) }}
 
 ),
 
@@ -183,15 +179,36 @@ live as (
         state_rows.bronze_commit_time
     from {{ state }} as state_rows
     cross join last_truncate
-    where
-        not state_rows.is_truncate
-        and not state_rows.is_deleted
-        and (
-            last_truncate.truncated_before is null
-            or state_rows.cdc_position > last_truncate.truncated_before
-        )
+    where {{ cdc_is_live('state_rows', 'last_truncate') }}
 
 )
 
 select * from live
+{%- endmacro %}
+
+
+{#- The position of a state table's latest truncate (`truncated_before`; null if none), as a one-row query. -#}
+{% macro cdc_last_truncate(state) -%}
+select max(truncates.cdc_position) as truncated_before
+from {{ state }} as truncates
+where truncates.state_key = '<truncate>'
+{%- endmacro %}
+
+
+{#-
+  The CDC rule of a live row, the one statement of it (silver views, incremental facts): a
+  state row is live unless it is a tombstone, the truncate row itself, or a key whose
+  latest position is older than the latest truncate. Positions, not offsets: a truncate
+  has no key and may sit in another Kafka partition.
+
+  state_rows     alias of the state rows
+  last_truncate  alias of the one-row cdc_last_truncate query
+-#}
+{% macro cdc_is_live(state_rows, last_truncate) -%}
+not {{ state_rows }}.is_truncate
+        and not {{ state_rows }}.is_deleted
+        and (
+            {{ last_truncate }}.truncated_before is null
+            or {{ state_rows }}.cdc_position > {{ last_truncate }}.truncated_before
+        )
 {%- endmacro %}

@@ -81,9 +81,9 @@
 {%- endmacro %}
 
 
-{#- The rows (`state_key`, `is_truncate`) the parent state table wrote after `instant`. -#}
+{#- The rows (latest state of each key) the parent state table wrote after `instant`. -#}
 {% macro fact_parent_changes(parent, instant) -%}
-    select state_key, is_truncate
+    select *
     from hudi_table_changes('{{ fact_parent_table(parent) }}', 'latest_state', '{{ instant }}')
 {%- endmacro %}
 
@@ -126,31 +126,77 @@
 
 
 {#-
-  The keys an incremental fact redoes, as a query with the one column `key`: those its parent
-  state wrote since the last run, or on a full recompute (fact_needs_full_recompute) every
-  stored and every live key. Rendered once per run (the instant is looked up here).
+  The CTEs a fact reads, rendered once per run (the instant is looked up here):
+
+  - `<rows>`: the entity's live rows to recompute. On a full refresh or a full recompute
+    (fact_needs_full_recompute), the live silver model `rows`. Otherwise only the rows its
+    parent state wrote since the last run, from Hudi's incremental query, kept when live
+    by the rule the silver view applies (cdc_is_live): the run reads the commits since the
+    last one, not the whole state.
+  - `changed` (incremental runs): the keys the fact redoes, as the one column `key`: those
+    the parent wrote since the last run, or on a full recompute every stored and every
+    live key. A changed key without a live row is deleted (fact_final_select).
 
   parent  the parent state model's name
   key     the fact's key column, e.g. 'sale_id' (an int; state_key is its string)
-  rows    the fact entity's live silver model, e.g. 'sales'
+  rows    the fact entity's live silver model, e.g. 'sales'; also the name of its CTE
 -#}
-{% macro fact_changed_keys(parent, key, rows) -%}
-{%- set since = fact_since(this, parent) -%}
-{%- if fact_needs_full_recompute(parent, since) -%}
+{% macro fact_source(parent, key, rows) -%}
+{%- set since = fact_since(this, parent) if is_incremental() else '' -%}
+{%- if not is_incremental() or fact_needs_full_recompute(parent, since) -%}
+{%- if is_incremental() -%}
+changed as (
+
     select {{ key }} from {{ ref(rows) }}
     union
     select {{ key }} from {{ this }}
+
+),
+
+{% endif -%}
+{{ rows }} as (
+
+    select * from {{ ref(rows) }}
+
+)
 {%- else -%}
-    select distinct cast(state_key as int) as {{ key }}
-    from ({{ fact_parent_changes(parent, since) }}) as changes
-    where not is_truncate
+parent_changes as (
+
+    {{ fact_parent_changes(parent, since) | indent(4) }}
+
+),
+
+changed as (
+
+    select distinct cast(parent_changes.state_key as int) as {{ key }}
+    from parent_changes
+    where not parent_changes.is_truncate
+
+),
+
+last_truncate as (
+
+    {{ cdc_last_truncate(ref(parent)) | indent(4) }}
+
+),
+
+{{ rows }} as (
+
+    select
+        parent_changes.*,
+        parent_changes.cdc_source_ts as last_changed_at
+    from parent_changes
+    cross join last_truncate
+    where {{ cdc_is_live('parent_changes', 'last_truncate') }}
+
+)
 {%- endif -%}
 {%- endmacro %}
 
 
 {#-
   The final select of a fact: on a full refresh its rows (`rows_cte`); on an incremental
-  run one row per changed key (`changed_cte`, from fact_changed_keys): its recomputed row,
+  run one row per changed key (`changed_cte`, from fact_source): its recomputed row,
   or, for a key no longer live, the key flagged `is_removed` (the merge deletes it, see
   spark__get_merge_sql).
 

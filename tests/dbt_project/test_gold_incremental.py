@@ -4,6 +4,7 @@ relation equals its full refresh, and a fact's commit writes only the rows that 
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 from hudi import HudiTableBuilder
 
@@ -38,7 +39,8 @@ def _writes(lakehouse: DbtLakehouse, relation: str) -> list[dict]:
 def test_incremental_silver_and_gold_equal_a_full_refresh(lakehouse: DbtLakehouse) -> None:
     """Updates, deletes, a delete + re-insert, late events, a truncate and renames (the fixture's change
     events); then a compaction of the facts; then a sale of a user that does not exist yet, the user's
-    arrival (a run where no sale changed: no fact row written) and the sale's delete: each incremental run
+    arrival (a run where no sale changed: no fact row written), the sale's delete, a truncate of sales and
+    a late sale event from before it: each incremental run
     leaves every relation as a full refresh builds it, and a fact commit writes only the changed sale. One
     test, one lake: the default suite stays under its 20 minutes."""
     lakehouse.dbt.run("seed")
@@ -75,6 +77,23 @@ def test_incremental_silver_and_gold_equal_a_full_refresh(lakehouse: DbtLakehous
     assert lakehouse.scheduled_run("tag:silver", "tag:gold") == []
     assert lakehouse.sql("select count(*) from gold.fct_sales where sale_id = 9001") == [(0,)]
     assert _writes(lakehouse, "gold.fct_sales")[-1]["deleted"] == 1
+
+    # a truncate of sales and one new sale: every fact row recomputed, the new one left
+    late = dict(fixture.rows["sale"][8], pricepaid=Decimal("1.00"))
+    fixture.log.truncate("sale")
+    fixture.rows["sale"].clear()
+    fixture._put("sale", "c", dict(late, salesid=9002))
+    lakehouse.commit(fixture.log.take())
+    assert lakehouse.scheduled_run("tag:silver", "tag:gold") == []
+    assert lakehouse.sql("select sale_id from gold.fct_sales") == [(9002,)]
+    # then a sale event from before the truncate arrives late (a new offset, an older position): the state
+    # keeps it (later offset), silver and the fact do not (the truncate's rule); the new sale changes
+    fixture.log.emit("sale", "u", late, position=3, offset=fixture.log.fresh())
+    fixture._put("sale", "u", dict(late, salesid=9002, qtysold=2))
+    lakehouse.commit(fixture.log.take())
+    assert lakehouse.scheduled_run("tag:silver", "tag:gold") == []
+    assert lakehouse.sql("select cdc_position from silver.sales_cdc_state where sale_id = 8") == [(f"{3:024d}",)]
+    assert lakehouse.sql("select sale_id, qty_sold from gold.fct_sales") == [(9002, 2)]
 
     incremental = {relation: lakehouse.relation_rows(relation) for relation in SILVER + GOLD}
     lakehouse.dbt.run("run", "--select", "tag:silver", "tag:gold", "--full-refresh")

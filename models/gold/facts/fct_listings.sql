@@ -18,24 +18,7 @@
 
 with
 
-{%- if is_incremental() %}
-
-changed as (
-
-    {{ fact_changed_keys('listings_cdc_state', 'listing_id', 'listings') | indent(4) }}
-
-),
-
-{%- endif %}
-
-listings as (
-
-    select * from {{ ref('listings') }}
-    {%- if is_incremental() %}
-    where listing_id in (select changed.listing_id from changed)
-    {%- endif %}
-
-),
+{{ fact_source('listings_cdc_state', 'listing_id', 'listings') }},
 
 final as (
 

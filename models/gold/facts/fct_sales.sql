@@ -6,8 +6,8 @@
   (models/gold/_gold__docs.md, "gold_incremental").
 
   Incremental (macros/incremental/fact_changes.sql): the sales whose state changed since
-  the last run are recomputed; the live ones merged, the others deleted. A truncate of
-  sales recomputes every row.
+  the last run are recomputed from the state's new commits alone; the live ones merged,
+  the others deleted. A truncate of sales recomputes every row.
 -#}
 {{ config(
     materialized='incremental',
@@ -22,24 +22,7 @@
 
 with
 
-{%- if is_incremental() %}
-
-changed as (
-
-    {{ fact_changed_keys('sales_cdc_state', 'sale_id', 'sales') | indent(4) }}
-
-),
-
-{%- endif %}
-
-sales as (
-
-    select * from {{ ref('sales') }}
-    {%- if is_incremental() %}
-    where sale_id in (select changed.sale_id from changed)
-    {%- endif %}
-
-),
+{{ fact_source('sales_cdc_state', 'sale_id', 'sales') }},
 
 final as (
 
