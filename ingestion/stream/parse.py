@@ -7,9 +7,9 @@ and parsed in one pass), so parsing runs in parallel Python workers. By default 
 vectorized fast path (``ingestion.stream.fast_parse``: pyarrow's JSON reader and compute
 kernels, one landing file at a time) turns the lines it can prove valid into the same
 bronze rows, and every other line goes through ``parse_line``; the rows of both are
-merged back into line order (``LineParser.file_chunks``), so the output is exactly the
-one of the pure-Python path (``LAKEHOUSE_INGEST_PARSER=python``, ``LineParser.chunks``). Their output is
-compact: one row per (table, worker chunk) holding the rows as an Arrow IPC stream
+merged back into line order by the one file loop (``LineParser.file_chunks``), so the
+output is exactly the one of the pure-Python path (``LAKEHOUSE_INGEST_PARSER=python``: the same
+loop with every line given to the event parser). Their output is compact: one row per (table, worker chunk) holding the rows as an Arrow IPC stream
 (``payload``), already in the bronze table's schema, plus one ``files`` row with the
 bytes read per landing file. Each row's ``detail`` (JSON) says what the driver needs to
 plan the writes without reading a payload: the bytes per landing file (``files``), the
@@ -22,7 +22,7 @@ written by Hudi; no wide union schema and no per-value conversion through the JV
 
 Avro landing files (``.avro``, the S3 sink's AvroFormat) are decoded record by record
 (``ingestion.cdc.avro_records.parse_avro_file``) into the JsonConverter shape and parsed by
-the same event parser (``parse_record``); the fast path is for JSON lines only. Their rows
+the same event parser (``parse_record``), or through ``ingestion.stream.fast_avro``. Their rows
 join the batch's other rows, in record order (record ``i`` of a file is its line ``i``).
 """
 
@@ -193,15 +193,11 @@ class LineParser:
                 tombstones += 1
         return events, dead, tombstones
 
-    def parse_avro(self, landing_file: str, content: bytes) -> tuple[dict[str, list[BronzeEvent]], list[DeadLetter],
-                                                                         int, int]:
-        """(events per table, dead letters, tombstones, records) of one Avro landing file.
+    def parse_avro(self, landing_file: str, content: bytes) -> AvroOutcome:
+        """One Avro landing file through the event parser: its results, no fast rows.
 
         ``records`` counts the file's record indexes (decoded or lost), the "lines" of the file.
         """
-        events: dict[str, list[BronzeEvent]] = {}
-        dead: list[DeadLetter] = []
-        tombstones = records = 0
         try:
             where: LandingFile | None = parse_landing_path(landing_file)
             problem = None
@@ -210,17 +206,11 @@ class LineParser:
         results: list[ParseResult] = list(parse_avro_file(content, where, landing_file, self.ingested_at,
                                                           self.topics, problem))
         start = where.start_offset if where is not None else 0
+        records = 0
         for result in results:
-            if isinstance(result, BronzeEvent):
-                events.setdefault(result.table, []).append(result)
-                records = max(records, result.row["_cdc_kafka_offset"] - start + 1)
-            elif isinstance(result, DeadLetter):
-                dead.append(result)
-                records = max(records, result.offset - start + 1)
-            else:
-                tombstones += 1
-                records = max(records, result.offset - start + 1)
-        return events, dead, tombstones, records
+            offset = result.row["_cdc_kafka_offset"] if isinstance(result, BronzeEvent) else result.offset
+            records = max(records, offset - start + 1)
+        return AvroOutcome(FileOutcome(), python=results, records=records)
 
     def _bad_path(self, raw: bytes, landing_file: str, index: int, message: str,
                   reason: str = UNKNOWN_TOPIC) -> DeadLetter:
@@ -256,48 +246,14 @@ class LineParser:
         return pa.Table.from_arrays([pa.array([r[f.name] for r in rows], f.type) for f in self.dead_schema],
                                     schema=self.dead_schema)
 
-    def chunks(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """Parse one batch of lines into the compact chunk rows (see the module docstring)."""
-        files, raws = batch.column("landing_file").to_pylist(), batch.column("raw").to_pylist()
-        events, dead, tombstones = self.parse(files, batch.column("line_index").to_pylist(), raws)
-        file_bytes: dict[str, int] = {}
-        for landing_file, raw in zip(files, raws, strict=True):
-            file_bytes[landing_file] = file_bytes.get(landing_file, 0) + len(raw) + 1
-        tables = {table: self.event_table(table, table_events) for table, table_events in events.items()}
-        return self.chunk_batch(file_bytes, tables, dead, tombstones)
+    def file_chunks(self, files: list[LandedFile], fast: bool = True) -> pa.RecordBatch:
+        """Parse whole landing files (``landing_file``, content, lines or None for Avro) into the
+        compact chunk rows (see the module docstring).
 
-    def python_chunks(self, files: list[LandedFile]) -> pa.RecordBatch:
-        """Like ``chunks`` for whole landing files (``landing_file``, content, lines or None for Avro)."""
-        names: list[str] = []
-        indexes: list[int] = []
-        raws: list[bytes] = []
-        file_bytes: dict[str, int] = {}
-        avro: list[tuple[str, bytes]] = []
-        for landing_file, content, lines in files:
-            if lines is None:
-                file_bytes[landing_file] = file_bytes.get(landing_file, 0) + len(content)
-                avro.append((landing_file, content))
-                continue
-            file_bytes[landing_file] = file_bytes.get(landing_file, 0) + sum(map(len, lines)) + len(lines)
-            names.extend([landing_file] * len(lines))
-            indexes.extend(range(len(lines)))
-            raws.extend(lines)
-        events, dead, tombstones = self.parse(names, indexes, raws)
-        for landing_file, content in avro:
-            avro_events, avro_dead, avro_tombstones, _ = self.parse_avro(landing_file, content)
-            for table, table_events in avro_events.items():
-                events.setdefault(table, []).extend(table_events)
-            dead.extend(avro_dead)
-            tombstones += avro_tombstones
-        tables = {table: self.event_table(table, table_events) for table, table_events in events.items()}
-        return self.chunk_batch(file_bytes, tables, dead, tombstones)
-
-    def file_chunks(self, files: list[LandedFile]) -> pa.RecordBatch:
-        """Like ``chunks`` for whole landing files (``landing_file``, content, lines), through the fast path.
-
-        Lines the fast path cannot prove valid go through ``parse``; the rows of both are
-        merged back into line order, so the output is the one ``chunks`` gives. Avro files
-        (lines None) go through ``parse_avro``.
+        With ``fast``, each file goes through the vectorized path first (``fast_parse``,
+        ``fast_avro``); what it cannot prove valid, and every line without ``fast``, goes
+        through the event parser (``parse``, ``parse_avro``). The rows of both are merged back
+        into line order, so the output does not depend on which path read a line.
         """
         file_bytes: dict[str, int] = {}
         fast_tables: dict[str, list[pa.Table]] = {}
@@ -311,28 +267,23 @@ class LineParser:
             seq_base[landing_file] = base
             if lines is None:
                 file_bytes[landing_file] = file_bytes.get(landing_file, 0) + len(content)
-                fast_avro = self._fast_avro(landing_file, content)
-                if fast_avro is not None:
-                    tombstones += fast_avro.fast.tombstones
-                    self._add_fast_tables(fast_tables, fast_avro.fast, base)
-                    for result in fast_avro.python:
-                        if isinstance(result, BronzeEvent):
-                            avro_events.setdefault(result.table, []).append(result)
-                        elif isinstance(result, DeadLetter):
-                            avro_dead.append(result)
-                        else:
-                            tombstones += 1
-                    base += fast_avro.records
-                    continue
-                events_of_file, dead_of_file, tombstones_of_file, records = self.parse_avro(landing_file, content)
-                for table, table_events in events_of_file.items():
-                    avro_events.setdefault(table, []).extend(table_events)
-                avro_dead.extend(dead_of_file)
-                tombstones += tombstones_of_file
-                base += records
+                avro = self._fast_avro(landing_file, content) if fast else None
+                if avro is None:
+                    avro = self.parse_avro(landing_file, content)
+                tombstones += avro.fast.tombstones
+                self._add_fast_tables(fast_tables, avro.fast, base)
+                for result in avro.python:
+                    if isinstance(result, BronzeEvent):
+                        avro_events.setdefault(result.table, []).append(result)
+                    elif isinstance(result, DeadLetter):
+                        avro_dead.append(result)
+                    else:
+                        tombstones += 1
+                base += avro.records
                 continue
             file_bytes[landing_file] = file_bytes.get(landing_file, 0) + sum(map(len, lines)) + len(lines)
-            outcome = self._fast_file(landing_file, content, lines)
+            outcome = self._fast_file(landing_file, content, lines) if fast else FileOutcome(
+                fallback=list(range(len(lines))))
             tombstones += outcome.tombstones
             self._add_fast_tables(fast_tables, outcome, base)
             fallback[0].extend([landing_file] * len(outcome.fallback))
@@ -590,10 +541,10 @@ def parse_file_batches(batches: Iterator[pa.RecordBatch], landing: str, ingested
                     files.append((relative, plain, pieces))
                     lines += len(pieces)
             if lines >= CHUNK_LINES:
-                yield _parse_files(parser, files, fast)
+                yield parser.file_chunks(files, fast)
                 files, lines = [], 0
     if files:  # empty files too: the driver tells a file read empty from one never read (file_vanished)
-        yield _parse_files(parser, files, fast)
+        yield parser.file_chunks(files, fast)
 
 
 def _unsupported_format(landing_file: str) -> bool:
@@ -685,10 +636,6 @@ def oversized_file(landing_file: str, size: int, ingested_at: dt.datetime,
         landing_file, FILE_TOO_LARGE, f"the landing file holds {size} bytes, more than the "
         f"{MAX_LANDING_FILE_BYTES} a landing file may: not read; split it (the sink's flush.size) and land the "
         "parts under new names", ingested_at, topics)
-
-
-def _parse_files(parser: LineParser, files: list[LandedFile], fast: bool) -> pa.RecordBatch:
-    return parser.file_chunks(files) if fast else parser.python_chunks(files)
 
 
 def decode_chunks(batches: Iterator[pa.RecordBatch], table: str, schema: pa.Schema,
