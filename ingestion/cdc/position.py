@@ -68,11 +68,25 @@ SEPARATOR = "-"
 DEGRADED_PREFIX = "t-"
 ZERO_PART = "0" * PART_WIDTH
 
+#: How one source field becomes a part (module docstring): a number, a MySQL binlog file's index,
+#: a SQL Server LSN, or PostgreSQL's ``lsn`` (without one: the LSN part of its ``sequence``).
+NUMBER = "number"
+BINLOG_INDEX = "binlog_index"
+SQLSERVER_LSN = "sqlserver_lsn"
+LSN_OR_SEQUENCE = "lsn_or_sequence"
+
+#: The parts of each connector's position, in order: (envelope ``source`` field, encoding). The
+#: reference (``render_position``) and the vectorized parser (``ingestion.stream.fast_parse``) both
+#: render from this.
+POSITION_PARTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "postgres": (("lsn", LSN_OR_SEQUENCE), ("txId", NUMBER)),
+    "mysql": (("file", BINLOG_INDEX), ("pos", NUMBER), ("row", NUMBER)),
+    "sqlserver": (("commit_lsn", SQLSERVER_LSN), ("change_lsn", SQLSERVER_LSN), ("event_serial_no", NUMBER)),
+}
+
 #: Source fields that make up the position of each connector (envelope ``source`` names).
 POSITION_FIELDS: dict[str, tuple[str, ...]] = {
-    "postgres": ("lsn", "txId"),
-    "mysql": ("file", "pos", "row"),
-    "sqlserver": ("commit_lsn", "change_lsn", "event_serial_no"),
+    connector: tuple(name for name, _ in parts) for connector, parts in POSITION_PARTS.items()
 }
 
 #: PostgreSQL's ``source.sequence``: the LSN part of an event without ``lsn`` (module docstring).
@@ -171,28 +185,23 @@ def render_position(connector: str, fields: Mapping[str, Any]) -> str:
     to their values (absent or None -> zeros); other fields are ignored, so a whole
     ``source`` object will do. PostgreSQL's ``sequence`` is read only when ``lsn`` is absent.
     """
-    if connector == "postgres":
-        lsn, sequence = fields.get("lsn"), fields.get(SEQUENCE_FIELD)
-        from_sequence = lsn is None and sequence is not None
-        parts = [
-            sequence_lsn_part(sequence) if from_sequence else number_part(lsn, "lsn"),
-            number_part(fields.get("txId"), "txId"),
-        ]
-    elif connector == "mysql":
-        parts = [
-            number_part(binlog_index(fields.get("file")), "file"),
-            number_part(fields.get("pos"), "pos"),
-            number_part(fields.get("row"), "row"),
-        ]
-    elif connector == "sqlserver":
-        parts = [
-            sqlserver_lsn_part(fields.get("commit_lsn"), "commit_lsn"),
-            sqlserver_lsn_part(fields.get("change_lsn"), "change_lsn"),
-            number_part(fields.get("event_serial_no"), "event_serial_no"),
-        ]
-    else:
+    if connector not in POSITION_PARTS:
         raise ValueError(f"unknown connector {connector!r}; expected one of {sorted(POSITION_FIELDS)}")
-    return SEPARATOR.join(parts)
+    return SEPARATOR.join(_part(name, kind, fields) for name, kind in POSITION_PARTS[connector])
+
+
+def _part(name: str, kind: str, fields: Mapping[str, Any]) -> str:
+    """One part of a position: source field ``name`` in encoding ``kind`` (``POSITION_PARTS``)."""
+    value = fields.get(name)
+    if kind == BINLOG_INDEX:
+        return number_part(binlog_index(value), name)
+    if kind == SQLSERVER_LSN:
+        return sqlserver_lsn_part(value, name)
+    if kind == LSN_OR_SEQUENCE:
+        sequence = fields.get(SEQUENCE_FIELD)
+        if value is None and sequence is not None:
+            return sequence_lsn_part(sequence)
+    return number_part(value, name)
 
 
 def render_degraded_position(source_ts_ms: int, kafka_partition: int, kafka_offset: int) -> str:

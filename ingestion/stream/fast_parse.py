@@ -55,11 +55,15 @@ import pyarrow.json as pj
 from ingestion.cdc.contracts import BRONZE_METADATA_COLUMNS, TableContract
 from ingestion.cdc.parser import MAX_JSON_DEPTH
 from ingestion.cdc.position import (
+    BINLOG_INDEX,
     DEGRADED_PREFIX,
+    LSN_OR_SEQUENCE,
     PART_WIDTH,
+    POSITION_PARTS,
     POSITION_SOURCE_FIELDS,
     SEPARATOR,
     SEQUENCE_FIELD,
+    SQLSERVER_LSN,
     SQLSERVER_LSN_PATTERN,
     ZERO_PART,
 )
@@ -353,34 +357,9 @@ class FastFileParser:
 
     def _position(self, positions: dict, ts_ms, seq, delivery: _Delivery, ok):
         parts = []
-        if self.connector == "postgres":
-            lsn, valid = _number_part(positions["lsn"])
-            ok = pc.and_kleene(ok, valid)
-            # no lsn (incremental snapshot rows): the LSN part comes from the sequence
-            from_sequence, valid = _sequence_lsn_part(positions[SEQUENCE_FIELD])
-            use_sequence = pc.and_(pc.is_null(positions["lsn"]), pc.is_valid(positions[SEQUENCE_FIELD]))
-            ok = pc.and_kleene(ok, pc.or_(pc.invert(use_sequence), valid))
-            parts.append(pc.if_else(use_sequence, from_sequence, lsn))
-            text, valid = _number_part(positions["txId"])
-            parts.append(text)
-            ok = pc.and_kleene(ok, valid)
-        elif self.connector == "mysql":
-            file_name = positions["file"]
-            index = pc.struct_field(pc.extract_regex(file_name, _BINLOG_INDEX), "index")
-            ok = pc.and_kleene(ok, pc.or_kleene(pc.is_null(file_name), pc.is_valid(index)))
-            text, _ = _number_part(pc.cast(index, pa.int64()))
-            parts.append(text)
-            for name in ("pos", "row"):
-                text, valid = _number_part(positions[name])
-                parts.append(text)
-                ok = pc.and_kleene(ok, valid)
-        else:
-            for name in ("commit_lsn", "change_lsn"):
-                value = positions[name]
-                ok = pc.and_kleene(ok, pc.or_kleene(pc.is_null(value), pc.match_substring_regex(value, _SQLSERVER_LSN)))
-                parts.append(pc.fill_null(pc.utf8_lower(pc.replace_substring(value, ":", "")), ZERO_PART))
-            text, valid = _number_part(positions["event_serial_no"])
-            parts.append(text)
+        for name, kind in POSITION_PARTS[self.connector]:
+            part, valid = _position_part(positions, name, kind)
+            parts.append(part)
             ok = pc.and_kleene(ok, valid)
         position = pc.binary_join_element_wise(*parts, SEPARATOR)
         has_position = functools.reduce(pc.or_kleene, [pc.is_valid(v) for v in positions.values()])
@@ -417,6 +396,27 @@ class FastFileParser:
 
 
 # -- helpers ------------------------------------------------------------------------------
+def _position_part(positions: dict, name: str, kind: str):
+    """(text, validity) of one position part, as ``ingestion.cdc.position`` renders it (``POSITION_PARTS``)."""
+    values = positions[name]
+    if kind == BINLOG_INDEX:
+        index = pc.struct_field(pc.extract_regex(values, _BINLOG_INDEX), "index")
+        text, _ = _number_part(pc.cast(index, pa.int64()))
+        return text, pc.or_kleene(pc.is_null(values), pc.is_valid(index))
+    if kind == SQLSERVER_LSN:
+        valid = pc.or_kleene(pc.is_null(values), pc.match_substring_regex(values, _SQLSERVER_LSN))
+        return pc.fill_null(pc.utf8_lower(pc.replace_substring(values, ":", "")), ZERO_PART), valid
+    text, valid = _number_part(values)
+    if kind == LSN_OR_SEQUENCE:
+        # no lsn (incremental snapshot rows): the LSN part comes from the sequence
+        sequence = positions[SEQUENCE_FIELD]
+        from_sequence, sequence_valid = _sequence_lsn_part(sequence)
+        use_sequence = pc.and_(pc.is_null(values), pc.is_valid(sequence))
+        valid = pc.and_kleene(valid, pc.or_(pc.invert(use_sequence), sequence_valid))
+        text = pc.if_else(use_sequence, from_sequence, text)
+    return text, valid
+
+
 def _supported(contract: TableContract) -> bool:
     """Decimal columns of precision > 15 would need Python's float-repr rounding: left to Python."""
     for column in contract.columns:

@@ -1,24 +1,24 @@
 """Lines -> bronze rows, tombstones and dead letters, as Arrow tables built in Python workers.
 
 Each landed line is classified by the project's Debezium parser
-(``ingestion.cdc.parser.parse_line``), the single implementation of the bronze contract,
-inside a ``mapInArrow`` over the landed files (``parse_file_batches``: split into lines
-and parsed in one pass), so parsing runs in parallel Python workers. By default the
-vectorized fast path (``ingestion.stream.fast_parse``: pyarrow's JSON reader and compute
-kernels, one landing file at a time) turns the lines it can prove valid into the same
-bronze rows, and every other line goes through ``parse_line``; the rows of both are
-merged back into line order by the one file loop (``LineParser.file_chunks``), so the
-output is exactly the one of the pure-Python path (``LAKEHOUSE_INGEST_PARSER=python``: the same
-loop with every line given to the event parser). Their output is compact: one row per (table, worker chunk) holding the rows as an Arrow IPC stream
-(``payload``), already in the bronze table's schema, plus one ``files`` row with the
-bytes read per landing file. Each row's ``detail`` (JSON) says what the driver needs to
-plan the writes without reading a payload: the bytes per landing file (``files``), the
-drift columns and the Kafka offset range per (topic, partition) (``event``: ``{"drift":
-[...], "offsets": [[topic, partition, min, max], ...]}``), the dead letters per reason
-(``dead``); ``key_hashes`` holds the hash of each row's record key, from which the driver
-knows whether a table's rows repeat a key (``ingestion.stream.repeated_keys``). The payloads
-stay in Spark: each table's rows are decoded from them by ``decode_chunks`` on the executors and
-written by Hudi; no wide union schema and no per-value conversion through the JVM.
+(``ingestion.cdc.parser.parse_line``), the single implementation of the bronze contract, inside
+a ``mapInArrow`` over the landed files (``parse_file_batches``: split into lines and parsed in
+one pass), so parsing runs in parallel Python workers. By default the vectorized fast path
+(``ingestion.stream.fast_parse``: pyarrow's JSON reader and compute kernels, one landing file
+at a time) turns the lines it can prove valid into the same bronze rows, and every other line
+goes through ``parse_line``; the rows of both are merged back into line order by the one file
+loop (``LineParser.file_chunks``), so the output is exactly the one of the pure-Python path
+(``LAKEHOUSE_INGEST_PARSER=python``: the same loop with every line given to the event parser).
+Their output is compact: one row per (table, worker chunk) holding the rows as an Arrow IPC
+stream (``payload``), already in the bronze table's schema, plus one ``files`` row with the
+bytes read per landing file. Each row's ``detail`` (JSON) says what the driver needs to plan
+the writes without reading a payload: the bytes per landing file (``files``), the drift columns
+and the Kafka offset range per (topic, partition) (``event``: ``{"drift": [...], "offsets":
+[[topic, partition, min, max], ...]}``), the dead letters per reason (``dead``); ``key_hashes``
+holds the hash of each row's record key, from which the driver knows whether a table's rows
+repeat a key (``ingestion.stream.repeated_keys``). The payloads stay in Spark: each table's
+rows are decoded from them by ``decode_chunks`` on the executors and written by Hudi; no wide
+union schema and no per-value conversion through the JVM.
 
 Avro landing files (``.avro``, the S3 sink's AvroFormat) are decoded record by record
 (``ingestion.cdc.avro_records.parse_avro_file``) into the JsonConverter shape and parsed by
