@@ -18,12 +18,14 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ingestion.errors import IngestionError
+
 #: The project's jvm/ directory (pom.xml per role) and where set-up resolves the jars.
 JVM_DIR = Path(__file__).resolve().parent.parent / "jvm"
 _POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 
 
-class JvmDependencyError(RuntimeError):
+class JvmDependencyError(IngestionError, RuntimeError):
     """A role's jars are missing or broken; the message names the artifact and the fix."""
 
     def __init__(self, message: str, hint: str = "run 'make setup' (it resolves jvm/<role>/pom.xml from Maven Central)",

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from ingestion.errors import IngestionError
 from ingestion.process_identity import pid_alive, process_start_ticks
 
 log = logging.getLogger("lakehouse.lock")
@@ -42,7 +43,7 @@ TTL_SECONDS = 120.0
 RENEW_SECONDS = 30.0
 
 
-class LakeLockedError(RuntimeError):
+class LakeLockedError(IngestionError, RuntimeError):
     """Another process writes the lake: this one wrote nothing (the message names the holder)."""
 
     def __init__(self, lake: str, holder: dict[str, Any] | None):
@@ -55,13 +56,13 @@ class LakeLockedError(RuntimeError):
                          "nothing was written")
 
 
-class LakeLockError(RuntimeError):
+class LakeLockError(IngestionError, RuntimeError):
     """The lock itself cannot be read or written (a missing bucket, no credentials, an outage)."""
 
     hint = "check the lake path: its bucket, the AWS credentials, region and AWS_ENDPOINT_URL"
 
 
-class LakeLockLostError(RuntimeError):
+class LakeLockLostError(IngestionError, RuntimeError):
     """The S3 lease was taken over while this process held it (it stalled past the lease's TTL)."""
 
 

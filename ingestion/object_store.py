@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
+from ingestion.errors import IngestionError
+
 
 class Storage(Protocol):
     root: str
@@ -41,7 +43,7 @@ class Storage(Protocol):
     def child_names(self, path: str) -> builtins.list[str]: ...
 
 
-class StorageError(RuntimeError):
+class StorageError(IngestionError, RuntimeError):
     """The landing location cannot be used (names the location and the problem)."""
 
 

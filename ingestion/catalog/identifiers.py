@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 
+from ingestion.errors import IngestionError
+
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,127}\Z")
 _FORBIDDEN_IN_PATH = ("`", "\n", "\r", "\0", "'", "\\")
 
 
-class IdentifierError(ValueError):
+class IdentifierError(IngestionError, ValueError):
     """A name or path that cannot be used safely in a SQL statement."""
 
 

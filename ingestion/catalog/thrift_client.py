@@ -6,12 +6,14 @@ import contextlib
 import socket
 from typing import Any
 
+from ingestion.errors import IngestionError
 
-class ThriftUnavailable(RuntimeError):
+
+class ThriftUnavailable(IngestionError, RuntimeError):
     """The Thrift server cannot be reached (the stream keeps going; the sync catches up later)."""
 
 
-class ThriftStatementError(RuntimeError):
+class ThriftStatementError(IngestionError, RuntimeError):
     """The server refused or failed a statement; the message is the server's own, without its stack trace."""
 
 

@@ -68,6 +68,7 @@ from ingestion.cdc.parser import (
     row_field_schemas,
 )
 from ingestion.cdc.values import CONNECT_DECIMAL, FieldSchema
+from ingestion.errors import IngestionError
 
 MAGIC = b"Obj\x01"
 SYNC_SIZE = 16
@@ -105,7 +106,7 @@ LOGICAL_NAMES = {
 Converter = Callable[[Any], Any]
 
 
-class AvroSchemaError(ValueError):
+class AvroSchemaError(IngestionError, ValueError):
     """A writer schema the reader cannot use (names the problem)."""
 
 

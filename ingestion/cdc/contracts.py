@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from ingestion.cdc.schema_policy import DEFAULT_POLICY, POLICIES, widens
+from ingestion.errors import IngestionError
 
 CONTRACTS_DIR = Path(__file__).with_name("contracts")
 
@@ -47,7 +48,7 @@ _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}\Z")
 _TYPE = re.compile(r"^(int|bigint|string|double|boolean|date|timestamp|decimal\(\d+,\d+\))\Z")
 
 
-class ContractError(ValueError):
+class ContractError(IngestionError, ValueError):
     """A contract file is invalid (names the file and the problem)."""
 
 

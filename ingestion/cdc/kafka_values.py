@@ -39,12 +39,13 @@ from ingestion.cdc.parser import (
     parse_line,
     parse_record,
 )
+from ingestion.errors import IngestionError
 
 WIRE_MAGIC = 0
 WIRE_HEADER = 5
 
 
-class SchemaLookupError(Exception):
+class SchemaLookupError(IngestionError):
     """A writer schema could not be had: ``reason`` is the dead-letter reason code."""
 
     def __init__(self, reason: str, message: str):

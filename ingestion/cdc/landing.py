@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ingestion.errors import IngestionError
+
 OFFSET_DIGITS = 10
 #: Landing file formats the simulator writes (the sink's ``format.class``).
 JSON, AVRO = "json", "avro"
@@ -43,7 +45,7 @@ _FILE_NAME = re.compile(
 _DATE_DIRS = re.compile(r"^year=\d{4}/month=\d{2}/day=\d{2}(/hour=\d{2})?\Z")
 
 
-class LandingPathError(ValueError):
+class LandingPathError(IngestionError, ValueError):
     """A path is not a Kafka Connect S3-sink landing file (the message names path and problem)."""
 
 

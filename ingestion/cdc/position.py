@@ -63,6 +63,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ingestion.errors import IngestionError
+
 PART_WIDTH = 20
 SEPARATOR = "-"
 DEGRADED_PREFIX = "t-"
@@ -107,7 +109,7 @@ _BINLOG_INDEX = re.compile(r"\.(\d+)$")
 _DIGITS = re.compile(r"[0-9]+\Z")
 
 
-class PositionError(ValueError):
+class PositionError(IngestionError, ValueError):
     """A position field has a value that cannot be rendered (names the field and value)."""
 
 

@@ -34,6 +34,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
 from ingestion.cdc.rules import EPOCH, EPOCH_DATE, INT_RANGES
+from ingestion.errors import IngestionError
 
 #: Unit of an integer timestamp that arrives without a schema, per connector.
 DEFAULT_TIMESTAMP_UNIT = {"mysql": "ms", "postgres": "us", "sqlserver": "ms"}
@@ -68,11 +69,11 @@ _COMPATIBLE_SCHEMA_TYPES = {
 }
 
 
-class ValueMismatch(ValueError):
+class ValueMismatch(IngestionError, ValueError):
     """A value does not fit its contract type (message names the problem, not the column)."""
 
 
-class SchemaMismatch(ValueError):
+class SchemaMismatch(IngestionError, ValueError):
     """The event's own schema declares a type the contract column cannot take."""
 
 

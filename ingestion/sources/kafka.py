@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 
 from ingestion import files
+from ingestion.errors import IngestionError
 
 #: Columns of Spark's Kafka source the parse needs (the key is not needed: the primary key is in the value).
 KAFKA_COLUMNS = ("topic", "partition", "offset", "value")
@@ -94,7 +95,7 @@ class TopicLag:
     lag: int | None  # None: the broker did not answer
 
 
-class KafkaUnavailable(RuntimeError):
+class KafkaUnavailable(IngestionError, RuntimeError):
     """The broker did not answer (names the bootstrap address and the problem)."""
 
 

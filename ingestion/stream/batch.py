@@ -300,7 +300,8 @@ class BatchProcessor:
         with session_confs(files.sparkSession, BATCH_CONFS):
             self._process(files, marker, report)
         if self.syncer is not None:
-            self.syncer.notify(report)
+            news = self.syncer.notify(report.commits, report.created, report.drift)
+            report.synced, report.sync_error = news.synced, news.error
         report.processing_seconds = round(time.monotonic() - started, 3)
         self.reports.append(report)
         if self.log_stream is not None:

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from ingestion.cdc.contracts import BRONZE_ORDERING_COLUMN, topic_map
 from ingestion.cdc.kafka_values import kafka_source_name, parse_kafka_value, wire_schema_id
 from ingestion.cdc.parser import FILE_VANISHED, BronzeEvent, DeadLetter, Tombstone, parse_line
+from ingestion.errors import IngestionError
 from ingestion.lake_lock import LakeWriterLock
 from ingestion.sources.schema_registry import SchemaRegistryClient
 from ingestion.stream.bronze import (
@@ -40,7 +41,7 @@ from ingestion.stream.reading import latest_rows
 REPLAY_METADATA_KEY = COMMIT_METADATA_PREFIX + "dead_letter_replay"
 
 
-class DeadLetterError(ValueError):
+class DeadLetterError(IngestionError, ValueError):
     """Bad input to list/replay (names the input and the problem)."""
 
 

@@ -17,6 +17,8 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from ingestion.errors import IngestionError
+
 if TYPE_CHECKING:
     from py4j.java_gateway import JVMView
 
@@ -242,7 +244,7 @@ def bloom_filter_miss(spark: SparkSession, path: str, max_files: int = BLOOM_CHE
     return None
 
 
-class ForeignBloomFiltersError(RuntimeError):
+class ForeignBloomFiltersError(IngestionError, RuntimeError):
     """A table's bloom filters were built by another writer: writing into it would store keys twice."""
 
     def __init__(self, message: str, hint: str):

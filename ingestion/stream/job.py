@@ -18,6 +18,7 @@ from pyspark.errors import StreamingQueryException
 
 from ingestion import files
 from ingestion.cdc.contracts import topic_map
+from ingestion.errors import IngestionError
 from ingestion.lake_lock import LakeLockedError, LakeLockError, LakeWriterLock
 from ingestion.sources.kafka import KafkaSourceOptions, kafka_stream
 from ingestion.sources.landing import landing_stream, topics_root
@@ -36,7 +37,7 @@ from ingestion.stream.sync_state import CatalogSyncer
 log = logging.getLogger("lakehouse.ingest")
 
 
-class IngestError(RuntimeError):
+class IngestError(IngestionError, RuntimeError):
     """The ingestion cannot start or stopped on an error (message names the cause)."""
 
     def __init__(self, message: str, hint: str | None = None):

@@ -29,6 +29,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.cdc.contracts import BRONZE_PARTITION_COLUMN
+from ingestion.errors import IngestionError
 
 TOPIC, PARTITION, OFFSET = "_cdc_topic", "_cdc_kafka_partition", "_cdc_kafka_offset"
 #: Stored rows shown in a ``ReusedOffsetsError``.
@@ -42,7 +43,7 @@ ANY_OFFSET = (1 << 63) - 1
 Partition = tuple[str, int]
 
 
-class ReusedOffsetsError(RuntimeError):
+class ReusedOffsetsError(IngestionError, RuntimeError):
     """A landed event sits at a (topic, partition, offset) bronze already holds for another event."""
 
 

@@ -9,15 +9,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from ingestion.catalog import CatalogSync, ThriftCatalog, ThriftUnavailable
 from ingestion.stream.bronze import all_table_names
 
-if TYPE_CHECKING:
-    from ingestion.stream.batch import BatchReport
-
 log = logging.getLogger("lakehouse.ingest.sync")
+
+
+@dataclass(frozen=True)
+class SyncNews:
+    """What the syncer did since a batch last asked: the tables synced (name -> instant) and the last error."""
+
+    synced: dict[str, str]
+    error: str | None
 
 
 class CatalogSyncer:
@@ -64,22 +70,20 @@ class CatalogSyncer:
                 self.pending.setdefault(table, None)
         self._wake.set()
 
-    def notify(self, report: BatchReport) -> None:
-        """Queue the batch's committed tables; report what was synced and any error since the last batch."""
+    def notify(self, commits: Mapping[str, str], created: Iterable[str], drift: Iterable[str]) -> SyncNews:
+        """Queue a batch's tables: ``commits`` (table -> instant) and ``created`` (empty); those of ``drift``
+        (columns added or widened) that it committed are registered again (their metastore schema). What
+        was synced, and any error, since the last batch."""
         with self._lock:
-            self._take_schema_changes(report)
-            self.pending.update(report.commits)
-            for table in report.created:
+            for table in drift:
+                if table in commits:
+                    self.sync.schema_changed(table)
+            self.pending.update(commits)
+            for table in created:
                 self.pending.setdefault(table, None)
-            report.synced = self.take_synced()
-            report.sync_error = self.last_error
+            news = SyncNews(self.take_synced(), self.last_error)
         self._wake.set()
-
-    def _take_schema_changes(self, report: BatchReport) -> None:
-        """Tables whose columns the batch added or widened are registered again (their metastore schema)."""
-        for table in report.drift:
-            if table in report.commits:
-                self.sync.schema_changed(table)
+        return news
 
     def take_synced(self) -> dict[str, str]:
         with self._lock:
@@ -107,16 +111,12 @@ class CatalogSyncer:
         return True
 
     # -- one pass -----------------------------------------------------------------------
-    def run(self, report: BatchReport | None = None, force: bool = False) -> None:
+    def run(self, force: bool = False) -> None:
+        """One pass over the pending tables (``force``: even within ``retry_seconds`` of a failure)."""
         with self._lock:
-            if report is not None:
-                self._take_schema_changes(report)
-                self.pending.update(report.commits)
             if not self.pending:
                 return
             if not force and time.monotonic() - self._last_failure < self.retry_seconds:
-                if report is not None:
-                    report.sync_error = "waiting to retry the Thrift server"
                 return
             # Take the pending set: a commit notified while this pass runs stays pending for the next.
             tables, self.pending = dict(sorted(self.pending.items())), {}
@@ -128,8 +128,6 @@ class CatalogSyncer:
             self._last_failure = time.monotonic()
             self.last_error = str(exc)
             log.warning("catalog sync postponed: %s", exc)
-            if report is not None:
-                report.sync_error = str(exc)
             return
         with self._lock:
             self.last_error = None
@@ -140,9 +138,6 @@ class CatalogSyncer:
                     self.synced[result.table] = result.instant or ""
                 if result.status == "failed":
                     self.last_error = f"{result.table}: {result.message}"
-            if report is not None:
-                report.synced = self.take_synced()
-                report.sync_error = self.last_error
 
     def close(self) -> None:
         self.stop()

@@ -14,8 +14,10 @@ import sys
 import traceback
 from typing import NoReturn
 
+from ingestion.errors import IngestionError
 from lakehouse import __version__
 from lakehouse.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
+from lakehouse.services.registry import ServiceError
 
 #: Subcommand modules, in help order. A module not yet present is skipped.
 COMMAND_MODULES = (
@@ -112,6 +114,14 @@ def main(argv: list[str] | None = None) -> int:
         if exc.hint:
             sys.stderr.write(f"hint: {exc.hint}\n")
         return exc.exit_code
+    except (IngestionError, ServiceError) as exc:  # raised on purpose: the message names the problem
+        if args.verbose:
+            traceback.print_exc()
+        sys.stderr.write(f"error: {exc}\n")
+        hint = getattr(exc, "hint", None)
+        if hint:
+            sys.stderr.write(f"hint: {hint}\n")
+        return EXIT_FAILED
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return EXIT_FAILED

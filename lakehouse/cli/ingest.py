@@ -57,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ingestion.stream import IngestError, IngestOptions, run_ingest
-    from ingestion.stream.progress import BackfillProgress
+    from lakehouse.progress import BackfillProgress
 
     settings = load_settings()
     options = IngestOptions(

@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ingestion.catalog import ThriftCatalog, ThriftUnavailable
     from ingestion.catalog.sync import registered_tables
-    from ingestion.stream.status import lake_status
+    from lakehouse.status import lake_status
 
     settings = load_settings()
     lake = args.lake or settings.lake

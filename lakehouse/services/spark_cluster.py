@@ -25,18 +25,15 @@ from pathlib import Path
 from ingestion.spark import spark_home
 from lakehouse.config import Settings
 from lakehouse.services.ports import free_port
+from lakehouse.services.registry import ServiceError
 from lakehouse.services.thrift import cmdline, java_executable, port_open, spark_env
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 
 
-class ClusterError(RuntimeError):
+class ClusterError(ServiceError):
     """The cluster cannot start or answer (the message names the process and its log)."""
-
-    def __init__(self, message: str, hint: str | None = None):
-        super().__init__(message)
-        self.hint = hint
 
 
 @dataclass

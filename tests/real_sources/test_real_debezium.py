@@ -29,9 +29,9 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.stream.status import kafka_lags
 from lakehouse import real_sources
 from lakehouse.services import connect, databases, registry
+from lakehouse.status import kafka_lags
 from simulator import live
 from tests.conftest import settings_for
 from tests.dbt_project.silver_oracle import differences, oracle_rows, silver_rows

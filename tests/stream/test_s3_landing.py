@@ -20,7 +20,7 @@ from ingestion.sources.landing import count_landed_files
 from ingestion.spark import s3a_confs
 from ingestion.stream import IngestError, IngestOptions, run_ingest
 from ingestion.stream.checkpoint import ABORTABLE_MANAGER, FILE_MANAGER_CONF, query_dir
-from ingestion.stream.status import processed_files
+from lakehouse.status import processed_files
 from tests.stream.conftest import simulate
 from tests.stream.judge import compare_events, dead_letter_tuples_bronze, dead_letter_tuples_oracle
 

@@ -107,7 +107,7 @@ def test_added_and_widened_columns_land_typed_and_incompatible_ones_are_dead_let
     described = {row[0]: row[1] for row in thrift_server.sql(f"DESCRIBE {DATABASE}.venue")}
     assert (described["venueseats"], described["vip"], described["note"]) == ("bigint", "boolean", "string")
     # lakehouse status: what bronze gained and widened beyond the contract, and what needs a decision
-    from ingestion.stream.status import table_status
+    from lakehouse.status import table_status
 
     status = table_status(str(run.lake), "venue", None, dt.datetime(2030, 1, 1))
     assert (status.drift_columns, status.widened_columns) == (["note", "vip"], ["venueseats int->bigint"])
