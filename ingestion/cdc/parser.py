@@ -73,7 +73,7 @@ from ingestion.cdc.position import (
     render_degraded_position,
     render_position,
 )
-from ingestion.cdc.rules import DELETED_OPS, SUPPORTED_OPS, TX_ID_FIELD, UNSUPPORTED_OPS
+from ingestion.cdc.rules import DELETED_OPS, SUPPORTED_OPS, TRUNCATE_OP, TX_ID_FIELD, UNSUPPORTED_OPS
 from ingestion.cdc.schema_policy import EVOLVE, STRICT, TEXT, widens
 from ingestion.cdc.values import (
     FieldSchema,
@@ -496,7 +496,7 @@ def _parse_envelope(
 
 
 def _row_image(event: dict[str, Any], op: str) -> dict[str, Any] | None:
-    if op == "t":
+    if op == TRUNCATE_OP:
         return None
     side = "before" if op == "d" else "after"
     image = event.get(side)
@@ -515,14 +515,14 @@ def _parse_flattened(
         flag = deleted if isinstance(deleted, bool) else flags.get(deleted) if isinstance(deleted, str) else None
         if flag is None:
             raise _Reject(INCOMPATIBLE_SCHEMA, f'__deleted must be "true" or "false", got {deleted!r}')
-        if flag != (op == "d") and op != "t":
+        if flag != (op == "d") and op != TRUNCATE_OP:
             raise _Reject(INCOMPATIBLE_SCHEMA, f"__deleted {deleted!r} contradicts __op {op!r}")
     ts_ms = event.get("__source_ts_ms")
     if ts_ms is None:
         raise _Reject(INCOMPATIBLE_SCHEMA, "flattened event has no __source_ts_ms (add.fields=source.ts_ms)")
     if isinstance(ts_ms, bool) or not isinstance(ts_ms, int) or ts_ms < 0:
         raise _Reject(TYPE_MISMATCH, f"__source_ts_ms must be epoch milliseconds, got {ts_ms!r}")
-    image = None if op == "t" else {k: v for k, v in event.items() if not k.startswith("__")}
+    image = None if op == TRUNCATE_OP else {k: v for k, v in event.items() if not k.startswith("__")}
     connector = contract.connector
     meta = _Meta(
         op=op,

@@ -73,6 +73,7 @@ from ingestion.cdc.rules import (
     INT_RANGES,
     SUPPORTED_OPS,
     TIMESTAMP_EPOCH_MICROS,
+    TRUNCATE_OP,
     TX_ID_FIELD,
 )
 from ingestion.cdc.values import DEFAULT_TIMESTAMP_UNIT, decimal_precision_scale
@@ -307,7 +308,7 @@ class FastFileParser:
         op = table.column("op")
         is_delete = pc.equal(op, "d")
         image_valid = pc.if_else(is_delete, pc.is_valid(before), pc.is_valid(after))
-        ok = pc.and_kleene(pc.is_in(op, _SUPPORTED_OPS), pc.or_kleene(pc.equal(op, "t"), image_valid))
+        ok = pc.and_kleene(pc.is_in(op, _SUPPORTED_OPS), pc.or_kleene(pc.equal(op, TRUNCATE_OP), image_valid))
         image = {name: pc.if_else(is_delete, pc.struct_field(before, name), pc.struct_field(after, name))
                  for name in self.contract.column_names}
         source = table.column("source")
@@ -334,7 +335,7 @@ class FastFileParser:
         else:
             ok = pc.and_kleene(ok, pc.or_kleene(pc.is_null(deleted), pc.is_in(deleted, pa.array(["true", "false"]))))
             flag = pc.equal(deleted, "true")
-        consistent = pc.or_kleene(pc.equal(flag, pc.equal(op, "d")), pc.equal(op, "t"))
+        consistent = pc.or_kleene(pc.equal(flag, pc.equal(op, "d")), pc.equal(op, TRUNCATE_OP))
         ok = pc.and_kleene(ok, pc.or_kleene(pc.is_null(deleted), consistent))
         ts_ms = table.column("__source_ts_ms")
         ok = pc.and_kleene(ok, pc.greater_equal(ts_ms, 0))
@@ -344,7 +345,7 @@ class FastFileParser:
         return op, image, ok, ts_ms, positions, tx_id, table.column("__db"), table.column("__table")
 
     def _row_columns(self, op, image: dict, ok):
-        truncate = pc.equal(op, "t")
+        truncate = pc.equal(op, TRUNCATE_OP)
         columns = []
         for column in self.contract.columns:
             values, valid = _typed(image[column.name], column.type, self.connector)
